@@ -1,0 +1,71 @@
+//! The commands the controller broadcasts to every worker.
+
+use std::sync::Arc;
+
+use repr::{Diff, GlobalId, Row, Timestamp};
+use sql::plan::Plan;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::arrangement::ArrangementLayout;
+use crate::controller::ComputeError;
+
+/// A dataflow to build: a plan whose result is arranged and exported under `id`.
+#[derive(Debug, Clone)]
+pub struct DataflowDesc {
+    /// The id readers use to find the result.
+    pub id: GlobalId,
+    /// What to compute.
+    pub plan: Plan,
+    /// How the result is arranged.
+    pub layout: ArrangementLayout,
+    /// A readable name for logs.
+    pub debug_name: String,
+}
+
+/// Which part of an arrangement a peek returns.
+#[derive(Debug, Clone)]
+pub enum PeekFilter {
+    /// Every row.
+    All,
+    /// Rows whose arrangement key equals this key.
+    Key(Row),
+    /// No rows: the peek only waits until the arrangement is complete at the time.
+    Nothing,
+}
+
+/// A request to read an arrangement as of a time.
+pub(crate) struct PeekRequest {
+    pub target: GlobalId,
+    pub time: Timestamp,
+    pub filter: PeekFilter,
+    pub reply: UnboundedSender<Result<Vec<(Row, Diff)>, ComputeError>>,
+}
+
+/// What a worker is told to do. Every worker receives every command, in the same order.
+pub(crate) enum Command {
+    /// Create a table's input and its arrangement, with the input already at `upper`.
+    CreateInput {
+        id: GlobalId,
+        layout: ArrangementLayout,
+        upper: Timestamp,
+        debug_name: String,
+    },
+    /// Build a dataflow.
+    CreateDataflow(Arc<DataflowDesc>),
+    /// Insert updates into a table's input at `time`; each worker takes its share.
+    Append {
+        id: GlobalId,
+        time: Timestamp,
+        updates: Arc<Vec<((Row, Row), Diff)>>,
+    },
+    /// Close every input up to (not including) `upper`.
+    AdvanceInputs { upper: Timestamp },
+    /// Read an arrangement.
+    Peek(Arc<PeekRequest>),
+    /// Reads at times before `since` will not be requested any more.
+    AllowCompaction { since: Timestamp },
+    /// Drop an arrangement, its dataflow and its input if it has one.
+    Drop { id: GlobalId },
+    /// Stop the worker.
+    Shutdown,
+}

@@ -1,0 +1,220 @@
+//! The controller: starts the timely workers and talks to them through commands.
+
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::Thread;
+use std::time::Duration;
+
+use repr::{Diff, GlobalId, Row, Timestamp};
+use timely::WorkerConfig;
+
+use crate::arrangement::ArrangementLayout;
+use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest};
+use crate::errors::DataflowErrors;
+use crate::render;
+use crate::worker::ComputeWorker;
+
+/// What can go wrong in compute.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ComputeError {
+    /// The timely workers could not be started.
+    #[error("could not start compute workers: {0}")]
+    Startup(String),
+    /// A plan cannot be rendered (a type without a row encoding, a malformed plan).
+    #[error("cannot build dataflow: {0}")]
+    InvalidPlan(String),
+    /// The arrangement to read does not exist (dropped meanwhile).
+    #[error("no arrangement for {0}")]
+    UnknownArrangement(GlobalId),
+    /// Reading at the requested time is no longer possible.
+    #[error("{id} can no longer be read at time {time}: it is compacted through {since}")]
+    Compacted {
+        /// The arrangement.
+        id: GlobalId,
+        /// The requested time.
+        time: Timestamp,
+        /// Its compaction frontier.
+        since: Timestamp,
+    },
+    /// The workers stopped.
+    #[error("compute workers are shut down")]
+    Shutdown,
+}
+
+/// Owns the timely workers and broadcasts commands to them.
+pub struct ComputeController {
+    channels: Mutex<Vec<Sender<Command>>>,
+    threads: Vec<Thread>,
+    errors: DataflowErrors,
+    guards: Mutex<Option<timely::communication::WorkerGuards<()>>>,
+}
+
+impl std::fmt::Debug for ComputeController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComputeController")
+            .field("workers", &self.threads.len())
+            .finish()
+    }
+}
+
+impl ComputeController {
+    /// Starts `workers` timely worker threads in this process.
+    pub fn start(workers: usize) -> Result<Self, ComputeError> {
+        let workers = workers.max(1);
+        let errors = DataflowErrors::default();
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..workers).map(|_| mpsc::channel()).unzip();
+        let receivers = Arc::new(Mutex::new(
+            receivers.into_iter().map(Some).collect::<Vec<_>>(),
+        ));
+        let (thread_tx, thread_rx) = mpsc::channel();
+        let thread_tx = Mutex::new(thread_tx);
+        let worker_errors = errors.clone();
+        let config = timely::Config {
+            communication: timely::CommunicationConfig::Process(workers),
+            worker: WorkerConfig::default().idle_spin(Duration::ZERO),
+        };
+        let guards = timely::execute(config, move |worker| {
+            let index = worker.index();
+            let receiver = receivers.lock().unwrap_or_else(|p| p.into_inner())[index].take();
+            let Some(receiver) = receiver else {
+                tracing::error!(index, "compute worker started twice");
+                return;
+            };
+            // The controller waits for every worker's thread handle before it sends anything.
+            let _ = thread_tx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .send((index, std::thread::current()));
+            ComputeWorker::new(worker, receiver, worker_errors.clone()).run();
+        })
+        .map_err(ComputeError::Startup)?;
+        let mut threads: Vec<Option<Thread>> = vec![None; workers];
+        for _ in 0..workers {
+            let (index, thread) = thread_rx
+                .recv_timeout(Duration::from_secs(30))
+                .map_err(|e| ComputeError::Startup(e.to_string()))?;
+            threads[index] = Some(thread);
+        }
+        tracing::info!(workers, "compute workers started");
+        Ok(Self {
+            channels: Mutex::new(senders),
+            threads: threads.into_iter().flatten().collect(),
+            errors,
+            guards: Mutex::new(Some(guards)),
+        })
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Counters of rows that failed inside dataflows.
+    pub fn errors(&self) -> &DataflowErrors {
+        &self.errors
+    }
+
+    /// Creates a table's input, arranged by `layout`, with its frontier at `upper`.
+    pub fn create_input(
+        &self,
+        id: GlobalId,
+        layout: ArrangementLayout,
+        upper: Timestamp,
+        debug_name: &str,
+    ) {
+        self.broadcast(|| Command::CreateInput {
+            id,
+            layout: layout.clone(),
+            upper,
+            debug_name: debug_name.to_string(),
+        });
+    }
+
+    /// Builds a dataflow on every worker. The plan is checked first, so a plan that cannot be
+    /// rendered is refused here rather than failing inside the workers.
+    pub fn create_dataflow(&self, desc: DataflowDesc) -> Result<(), ComputeError> {
+        render::validate(&desc.plan)?;
+        let desc = Arc::new(desc);
+        self.broadcast(|| Command::CreateDataflow(desc.clone()));
+        Ok(())
+    }
+
+    /// Appends `(key, value)` updates to a table's input at `time`.
+    pub fn append(&self, id: GlobalId, time: Timestamp, updates: Vec<((Row, Row), Diff)>) {
+        let updates = Arc::new(updates);
+        self.broadcast(|| Command::Append {
+            id,
+            time,
+            updates: updates.clone(),
+        });
+    }
+
+    /// Declares every input complete for times before `upper`.
+    pub fn advance_inputs(&self, upper: Timestamp) {
+        self.broadcast(|| Command::AdvanceInputs { upper });
+    }
+
+    /// Lets arrangements forget the distinction between times before `since`.
+    pub fn allow_compaction(&self, since: Timestamp) {
+        self.broadcast(|| Command::AllowCompaction { since });
+    }
+
+    /// Drops an arrangement, its dataflow and input.
+    pub fn drop_collection(&self, id: GlobalId) {
+        self.errors.forget(id);
+        self.broadcast(|| Command::Drop { id });
+    }
+
+    /// Reads an arrangement's rows as of `time`, once every update at or before `time` is in
+    /// it. Rows come back with their multiplicities, in no particular order.
+    pub async fn peek(
+        &self,
+        target: GlobalId,
+        time: Timestamp,
+        filter: PeekFilter,
+    ) -> Result<Vec<(Row, Diff)>, ComputeError> {
+        let (reply, mut answers) = tokio::sync::mpsc::unbounded_channel();
+        let request = Arc::new(PeekRequest {
+            target,
+            time,
+            filter,
+            reply,
+        });
+        self.broadcast(|| Command::Peek(request.clone()));
+        drop(request);
+        let mut rows = Vec::new();
+        for _ in 0..self.workers() {
+            match answers.recv().await {
+                Some(answer) => rows.extend(answer?),
+                None => return Err(ComputeError::Shutdown),
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Stops the workers and waits for their threads.
+    pub fn shutdown(&self) {
+        self.broadcast(|| Command::Shutdown);
+        let guards = self.guards.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(guards) = guards {
+            for result in guards.join() {
+                if let Err(e) = result {
+                    tracing::error!(error = %e, "compute worker failed");
+                }
+            }
+        }
+    }
+
+    /// Sends one command to every worker. Commands from concurrent callers are serialized so
+    /// that every worker sees the same order.
+    fn broadcast(&self, command: impl Fn() -> Command) {
+        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        for channel in channels.iter() {
+            // A worker that stopped has dropped its receiver; peeks then see `Shutdown`.
+            let _ = channel.send(command());
+        }
+        for thread in &self.threads {
+            thread.unpark();
+        }
+    }
+}

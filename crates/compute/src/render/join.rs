@@ -1,0 +1,293 @@
+//! Join: equi-joins of two collections, with every SQL join kind.
+//!
+//! Semantics on `(row, t, d)` updates: both inputs are arranged by their join key (state: the
+//! two arrangements); a change on one side meets the other side's arrangement, so matched
+//! pairs `(l, r)` change with multiplicity `d_l * d_r` (differential dataflow's bilinear join).
+//! A residual `filter` over `l ++ r` drops pairs afterwards.
+//!
+//! The other kinds are built from matched pairs, never by recomputing:
+//! - semi: left rows that have a match (`left ⋉ distinct(matched keys or rows)`);
+//! - anti: `left − semi`, so a left row appears and disappears as its last match comes and
+//!   goes;
+//! - outer: inner pairs `∪` unmatched rows (the anti join) padded with a NULL row;
+//! - null-aware anti (`NOT IN`): the anti join, emptied while the right side holds a NULL key,
+//!   with NULL-keyed left rows kept only while the right side is empty.
+//!
+//! Rows with a NULL in their key never match (`=` is not true for NULL) unless the join says
+//! NULLs are equal (set operations); such rows still count as unmatched for anti and outer
+//! joins.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use differential_dataflow::{AsCollection, VecCollection};
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use sql::plan::{JoinKind, Plan, ScalarExpr};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+
+use super::evaluate::RowEvaluator;
+use super::{codec, RenderError, RowCollection, Update};
+use crate::errors::DataflowErrors;
+
+type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+type Pairs<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+
+/// Renders a [`Plan::Join`] over the already rendered inputs.
+pub(crate) fn render<'s>(
+    left: RowCollection<'s>,
+    right: RowCollection<'s>,
+    plan: &Plan,
+    errors: (GlobalId, DataflowErrors),
+) -> Result<RowCollection<'s>, RenderError> {
+    let Plan::Join {
+        left: left_plan,
+        right: right_plan,
+        kind,
+        left_key,
+        right_key,
+        key_schema,
+        filter,
+        nulls_equal,
+        ..
+    } = plan
+    else {
+        return Err(RenderError("join renderer given a non-join plan".into()));
+    };
+    let left_schema = left_plan.schema();
+    let right_schema = right_plan.schema();
+    let keyer = |rows: RowCollection<'s>, schema: &SchemaRef, exprs: &[ScalarExpr]| {
+        key_by(
+            rows,
+            codec(schema)?,
+            codec(key_schema)?,
+            exprs.to_vec(),
+            *nulls_equal,
+            errors.clone(),
+        )
+    };
+    let left_keyed = keyer(left.clone(), left_schema, left_key)?;
+    let right_keyed = keyer(right.clone(), right_schema, right_key)?;
+    let (left_matchable, left_null_keyed) = split_null_keys(left_keyed);
+    let (right_matchable, right_null_keyed) = split_null_keys(right_keyed);
+
+    let pair_schema = concat_schema(left_schema, right_schema);
+    let matched_pairs =
+        |left: KeyedRows<'s>, right: KeyedRows<'s>| -> Result<Pairs<'s>, RenderError> {
+            let pairs = left.arrange_by_key_named("JoinLeft").join_core(
+                right.arrange_by_key_named("JoinRight"),
+                |_key, l: &Row, r: &Row| Some((l.clone(), r.clone())),
+            );
+            match filter {
+                Some(filter) => {
+                    filter_pairs(pairs, codec(&pair_schema)?, filter.clone(), errors.clone())
+                }
+                None => Ok(pairs),
+            }
+        };
+    // Left rows with at least one match, with their multiplicity in `left`.
+    let semi = |left_all: RowCollection<'s>,
+                left_matchable: KeyedRows<'s>,
+                pairs: Option<Pairs<'s>>,
+                right_matchable: KeyedRows<'s>|
+     -> RowCollection<'s> {
+        match pairs {
+            Some(pairs) if filter.is_some() => {
+                let matched_rows = pairs.map(|(l, _)| l).distinct_core::<Diff>();
+                left_all
+                    .map(|l| (l, ()))
+                    .semijoin(matched_rows)
+                    .map(|(l, ())| l)
+            }
+            _ => {
+                let matched_keys = right_matchable.map(|(key, _)| key).distinct_core::<Diff>();
+                left_matchable.semijoin(matched_keys).map(|(_, l)| l)
+            }
+        }
+    };
+
+    Ok(match kind {
+        JoinKind::Inner | JoinKind::LeftOuter | JoinKind::RightOuter | JoinKind::FullOuter => {
+            let pairs = matched_pairs(left_matchable.clone(), right_matchable.clone())?;
+            let mut result = pairs.clone().map(|(l, r)| l.concat(&r));
+            if matches!(kind, JoinKind::LeftOuter | JoinKind::FullOuter) {
+                let matched = semi(
+                    left.clone(),
+                    left_matchable.clone(),
+                    Some(pairs.clone()),
+                    right_matchable.clone(),
+                );
+                let padding = codec(right_schema)?
+                    .null_row()
+                    .map_err(|e| RenderError(e.to_string()))?;
+                let unmatched = left.clone().concat(matched.negate());
+                result = result.concat(unmatched.map(move |l| l.concat(&padding)));
+            }
+            if matches!(kind, JoinKind::RightOuter | JoinKind::FullOuter) {
+                let swapped = pairs.map(|(l, r)| (r, l));
+                let matched = semi(
+                    right.clone(),
+                    right_matchable,
+                    Some(swapped),
+                    left_matchable,
+                );
+                let padding = codec(left_schema)?
+                    .null_row()
+                    .map_err(|e| RenderError(e.to_string()))?;
+                let unmatched = right.concat(matched.negate());
+                result = result.concat(unmatched.map(move |r| padding.concat(&r)));
+            }
+            result
+        }
+        JoinKind::LeftSemi => {
+            let pairs = filter
+                .is_some()
+                .then(|| matched_pairs(left_matchable.clone(), right_matchable.clone()))
+                .transpose()?;
+            semi(left, left_matchable, pairs, right_matchable)
+        }
+        JoinKind::LeftAnti => {
+            let pairs = filter
+                .is_some()
+                .then(|| matched_pairs(left_matchable.clone(), right_matchable.clone()))
+                .transpose()?;
+            let matched = semi(left.clone(), left_matchable, pairs, right_matchable);
+            left.concat(matched.negate())
+        }
+        JoinKind::LeftAntiNullAware => {
+            if filter.is_some() {
+                return Err(RenderError("NOT IN with a correlated condition".into()));
+            }
+            let right_keys = right_matchable.map(|(key, _)| key).distinct_core::<Diff>();
+            let right_has_null = right_null_keyed.map(|_| ()).distinct_core::<Diff>();
+            let right_is_nonempty = right.map(|_| ()).distinct_core::<Diff>();
+            let unmatched = left_matchable
+                .antijoin(right_keys)
+                .map(|(_, l)| ((), l))
+                .antijoin(right_has_null)
+                .map(|((), l)| l);
+            let null_keyed_kept = left_null_keyed
+                .map(|l| ((), l))
+                .antijoin(right_is_nonempty)
+                .map(|((), l)| l);
+            unmatched.concat(null_keyed_kept)
+        }
+    })
+}
+
+/// The schema of `left ++ right` rows.
+fn concat_schema(left: &SchemaRef, right: &SchemaRef) -> SchemaRef {
+    let fields: Vec<_> = left
+        .fields()
+        .iter()
+        .chain(right.fields().iter())
+        .cloned()
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Pairs each row with its join key; the key is `None` when it holds a NULL and NULLs match
+/// nothing.
+fn key_by<'s>(
+    rows: RowCollection<'s>,
+    input: RowCodec,
+    key: RowCodec,
+    exprs: Vec<ScalarExpr>,
+    nulls_equal: bool,
+    errors: (GlobalId, DataflowErrors),
+) -> Result<VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>, RenderError> {
+    let (dataflow, errors) = errors;
+    let key_schema = key.schema().clone();
+    let evaluator = RowEvaluator::new(input, key, None, exprs);
+    let null_key_detector = codec(&key_schema)?;
+    Ok(rows
+        .inner
+        .unary::<CapacityContainerBuilder<Vec<((Option<Row>, Row), Timestamp, Diff)>>, _, _, _>(
+            Pipeline,
+            "JoinKey",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each(|time, data| {
+                        let evaluated = evaluator.evaluate(data.iter().map(|(row, _, _)| row));
+                        if let Some((_, error)) = evaluated.failures.first() {
+                            errors.record(dataflow, evaluated.failures.len() as u64, error);
+                        }
+                        let null_keys = if nulls_equal {
+                            vec![false; evaluated.rows.len()]
+                        } else {
+                            has_null(&null_key_detector, evaluated.rows.iter().map(|(_, k)| k))
+                        };
+                        let mut session = output.session(&time);
+                        for ((index, key), is_null) in evaluated.rows.into_iter().zip(null_keys) {
+                            let (row, t, d) = &data[index];
+                            session.give((
+                                (if is_null { None } else { Some(key) }, row.clone()),
+                                *t,
+                                *d,
+                            ));
+                        }
+                    });
+                }
+            },
+        )
+        .as_collection())
+}
+
+/// For each key, whether any of its columns is NULL.
+fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool> {
+    let batch = key
+        .decode(keys)
+        .expect("invariant: keys decode with the codec that encoded them");
+    (0..batch.num_rows())
+        .map(|i| batch.columns().iter().any(|c| c.is_null(i)))
+        .collect()
+}
+
+/// Separates rows that can match (`(key, row)`) from rows whose key holds a NULL.
+fn split_null_keys<'s>(
+    keyed: VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>,
+) -> (KeyedRows<'s>, RowCollection<'s>) {
+    let matchable = keyed
+        .clone()
+        .flat_map(|(key, row)| key.map(|key| (key, row)));
+    let null_keyed = keyed.flat_map(|(key, row)| key.is_none().then_some(row));
+    (matchable, null_keyed)
+}
+
+/// Keeps the pairs whose concatenated row satisfies `filter`.
+fn filter_pairs<'s>(
+    pairs: Pairs<'s>,
+    pair_codec: RowCodec,
+    filter: ScalarExpr,
+    errors: (GlobalId, DataflowErrors),
+) -> Result<Pairs<'s>, RenderError> {
+    let (dataflow, errors) = errors;
+    let nothing = codec(&Arc::new(Schema::empty()))?;
+    let evaluator = RowEvaluator::new(pair_codec, nothing, Some(filter), Vec::new());
+    Ok(pairs
+        .inner
+        .unary::<CapacityContainerBuilder<Vec<((Row, Row), Timestamp, Diff)>>, _, _, _>(
+            Pipeline,
+            "JoinFilter",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each(|time, data| {
+                        let joined: Vec<Update> = data
+                            .iter()
+                            .map(|((l, r), t, d)| (l.concat(r), *t, *d))
+                            .collect();
+                        let evaluated = evaluator.evaluate(joined.iter().map(|(row, _, _)| row));
+                        if let Some((_, error)) = evaluated.failures.first() {
+                            errors.record(dataflow, evaluated.failures.len() as u64, error);
+                        }
+                        let mut session = output.session(&time);
+                        for (index, _) in evaluated.rows {
+                            session.give(data[index].clone());
+                        }
+                    });
+                }
+            },
+        )
+        .as_collection())
+}

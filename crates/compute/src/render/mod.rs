@@ -1,0 +1,164 @@
+//! Rendering: turns a [`Plan`] into differential dataflow operators inside a timely scope.
+//!
+//! One operator per file; each file's header states the operator's semantics on
+//! `(row, time, diff)` updates and the state it keeps.
+
+mod accumulable;
+mod aggregate;
+mod constant;
+mod evaluate;
+mod join;
+mod map_filter;
+mod reduce;
+mod top_k;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use differential_dataflow::VecCollection;
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use sql::plan::Plan;
+use timely::dataflow::Scope;
+
+use crate::arrangement::ArrangementRegistry;
+use crate::controller::ComputeError;
+use crate::errors::DataflowErrors;
+
+pub(crate) use map_filter::render_key_by;
+
+/// One update: a row, the time it happens, and its change in multiplicity.
+pub(crate) type Update = (Row, Timestamp, Diff);
+
+/// A collection of rows inside a dataflow under construction.
+pub(crate) type RowCollection<'s> = VecCollection<'s, Timestamp, Row, Diff>;
+
+/// A plan that cannot be rendered.
+#[derive(Debug)]
+pub(crate) struct RenderError(pub String);
+
+impl From<RenderError> for ComputeError {
+    fn from(e: RenderError) -> Self {
+        ComputeError::InvalidPlan(e.0)
+    }
+}
+
+/// A row codec for `schema`, or why rows of it cannot exist.
+pub(crate) fn codec(schema: &SchemaRef) -> Result<RowCodec, RenderError> {
+    RowCodec::new(schema.clone()).map_err(|e| RenderError(e.to_string()))
+}
+
+/// Checks, before anything is sent to the workers, that every schema in the plan has a row
+/// encoding, so rendering cannot fail halfway on some workers.
+pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
+    codec(plan.schema())?;
+    match plan {
+        Plan::Get { .. } | Plan::Constant { .. } => Ok(()),
+        Plan::Map { input, .. } | Plan::Distinct { input } | Plan::TopK { input, .. } => {
+            validate(input)
+        }
+        Plan::Reduce { input, .. } => validate(input),
+        Plan::Join {
+            left,
+            right,
+            key_schema,
+            ..
+        } => {
+            codec(key_schema)?;
+            validate(left)?;
+            validate(right)
+        }
+        Plan::Union { inputs, .. } => inputs.iter().try_for_each(validate),
+    }
+}
+
+/// What rendering one dataflow needs besides the plan.
+pub(crate) struct RenderContext<'s, 'a> {
+    pub scope: Scope<'s, Timestamp>,
+    pub arrangements: &'a mut ArrangementRegistry,
+    pub dataflow: GlobalId,
+    pub errors: DataflowErrors,
+}
+
+impl<'s> RenderContext<'s, '_> {
+    /// Renders `plan` into a collection of its rows.
+    pub fn render(&mut self, plan: &Plan) -> Result<RowCollection<'s>, RenderError> {
+        match plan {
+            Plan::Get { id, .. } => self.import(*id),
+            Plan::Constant { rows, .. } => Ok(constant::render(self.scope, rows)),
+            Plan::Map {
+                input,
+                predicate,
+                projection,
+                schema,
+            } => {
+                let collection = self.render(input)?;
+                map_filter::render(
+                    collection,
+                    input.schema(),
+                    predicate.clone(),
+                    projection.clone(),
+                    schema,
+                    (self.dataflow, self.errors.clone()),
+                )
+            }
+            Plan::Join { left, right, .. } => {
+                let left_rows = self.render(left)?;
+                let right_rows = self.render(right)?;
+                join::render(
+                    left_rows,
+                    right_rows,
+                    plan,
+                    (self.dataflow, self.errors.clone()),
+                )
+            }
+            Plan::Reduce {
+                input,
+                group_len,
+                aggregates,
+                is_global,
+                schema,
+            } => {
+                let rows = self.render(input)?;
+                let spec = reduce::ReduceSpec {
+                    input_schema: input.schema().clone(),
+                    group_len: *group_len,
+                    aggregates: aggregates.clone(),
+                    is_global: *is_global,
+                    output_schema: schema.clone(),
+                };
+                reduce::render(self.scope, rows, spec, (self.dataflow, self.errors.clone()))
+            }
+            Plan::Distinct { input } => Ok(self.render(input)?.distinct_core::<Diff>()),
+            Plan::Union { inputs, .. } => {
+                let mut collections = inputs
+                    .iter()
+                    .map(|input| self.render(input))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let first = collections
+                    .pop()
+                    .ok_or_else(|| RenderError("UNION of no inputs".into()))?;
+                Ok(first.concatenate(collections))
+            }
+            Plan::TopK {
+                input,
+                group_by,
+                order_by,
+                offset,
+                limit,
+            } => {
+                let rows = self.render(input)?;
+                top_k::render(rows, input.schema(), group_by, order_by, *offset, *limit)
+            }
+        }
+    }
+
+    fn import(&mut self, id: GlobalId) -> Result<RowCollection<'s>, RenderError> {
+        let arrangement = self
+            .arrangements
+            .get_mut(&id)
+            .ok_or_else(|| RenderError(format!("no arrangement for {id}")))?;
+        let layout = arrangement.layout.clone();
+        Ok(arrangement
+            .trace
+            .import_named(self.scope, &format!("Import {id}"))
+            .as_collection(move |key, value| layout.row(key, value).clone()))
+    }
+}

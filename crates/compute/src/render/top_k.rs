@@ -1,0 +1,115 @@
+//! TopK: the first `limit` rows after `offset` of each group, in a sort order
+//! (`ORDER BY … LIMIT … OFFSET …`, per group for `ROW_NUMBER() … <= k` shapes).
+//!
+//! Semantics on `(row, t, d)` updates: rows are arranged by group; when a group changes at
+//! `t`, its consolidated rows are sorted (ties broken by the row's bytes, so the choice is
+//! deterministic) and the selected rows, with multiplicities clipped at the window's edges,
+//! replace the previous selection. Deleting a selected row pulls the next one in.
+//! State: the arranged input and the selected rows, per group.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, UInt32Array};
+use datafusion::arrow::compute::{lexsort_to_indices, SortColumn as ArrowSortColumn, SortOptions};
+use datafusion::arrow::datatypes::SchemaRef;
+use repr::{Diff, Row};
+use sql::plan::SortColumn;
+
+use super::{codec, render_key_by, RenderError, RowCollection};
+
+/// Renders a top-k over `rows`.
+pub(crate) fn render<'s>(
+    rows: RowCollection<'s>,
+    schema: &SchemaRef,
+    group_by: &[usize],
+    order_by: &[SortColumn],
+    offset: usize,
+    limit: Option<usize>,
+) -> Result<RowCollection<'s>, RenderError> {
+    let row_codec = codec(schema)?;
+    let order_by = order_by.to_vec();
+    let pairs = render_key_by(rows, schema, group_by, None)?;
+    Ok(pairs
+        .reduce_named(
+            "TopK",
+            move |_group, input: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+                let batch = row_codec
+                    .decode(input.iter().map(|(row, _)| *row))
+                    .expect("invariant: rows decode with the codec that encoded them");
+                let mut columns: Vec<ArrowSortColumn> = order_by
+                    .iter()
+                    .map(|c| ArrowSortColumn {
+                        values: batch.column(c.column).clone(),
+                        options: Some(SortOptions {
+                            descending: c.descending,
+                            nulls_first: c.nulls_first,
+                        }),
+                    })
+                    .collect();
+                // Input rows arrive sorted by their bytes: their position breaks ties.
+                let position: ArrayRef =
+                    Arc::new(UInt32Array::from_iter_values(0..input.len() as u32));
+                columns.push(ArrowSortColumn {
+                    values: position,
+                    options: None,
+                });
+                let Ok(order) = lexsort_to_indices(&columns, None) else {
+                    return;
+                };
+                select_window(
+                    order.values().iter().map(|&i| input[i as usize]),
+                    offset,
+                    limit,
+                    out,
+                );
+            },
+        )
+        .map(|(_, row)| row))
+}
+
+/// Walks rows in order and keeps those inside `[offset, offset + limit)`, counting each row
+/// as many times as its multiplicity.
+fn select_window<'a>(
+    ordered: impl Iterator<Item = (&'a Row, Diff)>,
+    offset: usize,
+    limit: Option<usize>,
+    out: &mut Vec<(Row, Diff)>,
+) {
+    let end = limit
+        .map(|l| offset.saturating_add(l))
+        .unwrap_or(usize::MAX) as i128;
+    let start = offset as i128;
+    let mut position: i128 = 0;
+    for (row, count) in ordered {
+        if position >= end {
+            break;
+        }
+        let count = count.max(0) as i128;
+        let from = position.max(start);
+        let to = (position + count).min(end);
+        if to > from {
+            out.push((row.clone(), (to - from) as Diff));
+        }
+        position += count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_clips_multiplicities_at_both_edges() {
+        let a = Row::from_bytes(b"a");
+        let b = Row::from_bytes(b"b");
+        let c = Row::from_bytes(b"c");
+        let mut out = Vec::new();
+        select_window(
+            [(&a, 2), (&b, 3), (&c, 1)].into_iter(),
+            1,
+            Some(3),
+            &mut out,
+        );
+        assert_eq!(out, vec![(a, 1), (b, 2)]);
+    }
+}

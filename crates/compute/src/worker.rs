@@ -1,0 +1,232 @@
+//! One timely worker: applies the controller's commands and steps its dataflows.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use differential_dataflow::input::InputSession;
+use differential_dataflow::trace::TraceReader;
+use repr::{Diff, GlobalId, Row, Timestamp};
+use timely::progress::Antichain;
+
+use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrangement};
+use crate::command::{Command, DataflowDesc, PeekRequest};
+use crate::controller::ComputeError;
+use crate::errors::DataflowErrors;
+use crate::peek;
+use crate::render::{self, RenderContext};
+
+/// The state of one worker thread.
+pub(crate) struct ComputeWorker<'w> {
+    timely: &'w mut timely::worker::Worker,
+    commands: Receiver<Command>,
+    errors: DataflowErrors,
+    arrangements: ArrangementRegistry,
+    inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
+    pending_peeks: Vec<Arc<PeekRequest>>,
+    /// Reads before this time will not be requested any more (pending peeks aside).
+    allowed_since: Timestamp,
+}
+
+impl<'w> ComputeWorker<'w> {
+    pub fn new(
+        timely: &'w mut timely::worker::Worker,
+        commands: Receiver<Command>,
+        errors: DataflowErrors,
+    ) -> Self {
+        Self {
+            timely,
+            commands,
+            errors,
+            arrangements: BTreeMap::new(),
+            inputs: BTreeMap::new(),
+            pending_peeks: Vec::new(),
+            allowed_since: 0,
+        }
+    }
+
+    /// Runs until told to shut down or the controller goes away.
+    pub fn run(mut self) {
+        loop {
+            loop {
+                match self.commands.try_recv() {
+                    Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return,
+                    Ok(command) => self.handle(command),
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
+            let park = if self.pending_peeks.is_empty() {
+                Duration::from_millis(100)
+            } else {
+                Duration::from_millis(1)
+            };
+            self.timely.step_or_park(Some(park));
+            self.serve_peeks();
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        match command {
+            Command::CreateInput {
+                id,
+                layout,
+                upper,
+                debug_name,
+            } => self.create_input(id, layout, upper, &debug_name),
+            Command::CreateDataflow(desc) => self.create_dataflow(&desc),
+            Command::Append { id, time, updates } => self.append(id, time, &updates),
+            Command::AdvanceInputs { upper } => {
+                for input in self.inputs.values_mut() {
+                    if *input.time() < upper {
+                        input.advance_to(upper);
+                    }
+                    input.flush();
+                }
+            }
+            Command::Peek(request) => self.pending_peeks.push(request),
+            Command::AllowCompaction { since } => {
+                self.allowed_since = self.allowed_since.max(since);
+                self.compact();
+            }
+            Command::Drop { id } => self.drop_collection(id),
+            Command::Shutdown => {}
+        }
+    }
+
+    fn create_input(
+        &mut self,
+        id: GlobalId,
+        layout: ArrangementLayout,
+        upper: Timestamp,
+        name: &str,
+    ) {
+        let dataflow_index = self.timely.next_dataflow_index();
+        let mut input = InputSession::new();
+        let trace = self.timely.dataflow_named(name, |scope| {
+            input
+                .to_collection(scope)
+                .arrange_by_key_named(&format!("Arrange {name}"))
+                .trace
+        });
+        input.advance_to(upper);
+        input.flush();
+        self.inputs.insert(id, input);
+        self.register(id, trace, layout, dataflow_index);
+    }
+
+    fn create_dataflow(&mut self, desc: &DataflowDesc) {
+        let dataflow_index = self.timely.next_dataflow_index();
+        let arrangements = &mut self.arrangements;
+        let errors = self.errors.clone();
+        let layout = desc.layout.clone();
+        let result = self.timely.dataflow_named(&desc.debug_name, |scope| {
+            let mut context = RenderContext {
+                scope,
+                arrangements,
+                dataflow: desc.id,
+                errors,
+            };
+            let rows = context.render(&desc.plan)?;
+            let pairs = match &layout {
+                ArrangementLayout::BySelf => rows.map(|row| (row, Row::default())),
+                ArrangementLayout::ByColumns(columns) => {
+                    render::render_key_by(rows, desc.plan.schema(), columns, None)?
+                }
+            };
+            Ok::<_, render::RenderError>(
+                pairs
+                    .arrange_by_key_named(&format!("Arrange {}", desc.debug_name))
+                    .trace,
+            )
+        });
+        match result {
+            Ok(trace) => self.register(desc.id, trace, layout, dataflow_index),
+            Err(e) => {
+                tracing::error!(dataflow = %desc.id, error = %e.0, "dataflow could not be rendered");
+                self.timely.drop_dataflow(dataflow_index);
+            }
+        }
+    }
+
+    fn register(
+        &mut self,
+        id: GlobalId,
+        mut trace: crate::arrangement::RowTrace,
+        layout: ArrangementLayout,
+        dataflow_index: usize,
+    ) {
+        let since = Antichain::from_elem(self.compaction_frontier());
+        trace.set_logical_compaction(since.borrow());
+        trace.set_physical_compaction(since.borrow());
+        self.arrangements.insert(
+            id,
+            ExportedArrangement {
+                trace,
+                layout,
+                dataflow_index,
+            },
+        );
+    }
+
+    fn append(&mut self, id: GlobalId, time: Timestamp, updates: &[((Row, Row), Diff)]) {
+        let Some(input) = self.inputs.get_mut(&id) else {
+            tracing::error!(input = %id, "append to an input that does not exist");
+            return;
+        };
+        let (index, peers) = (self.timely.index(), self.timely.peers());
+        for (position, (pair, diff)) in updates.iter().enumerate() {
+            if position % peers == index {
+                input.update_at(pair.clone(), time.max(*input.time()), *diff);
+            }
+        }
+    }
+
+    fn drop_collection(&mut self, id: GlobalId) {
+        self.inputs.remove(&id);
+        if let Some(arrangement) = self.arrangements.remove(&id) {
+            self.timely.drop_dataflow(arrangement.dataflow_index);
+        }
+    }
+
+    /// Answers the peeks whose arrangement has caught up with their time.
+    fn serve_peeks(&mut self) {
+        if self.pending_peeks.is_empty() {
+            return;
+        }
+        let arrangements = &mut self.arrangements;
+        let before = self.pending_peeks.len();
+        self.pending_peeks.retain(|request| {
+            let Some(arrangement) = arrangements.get_mut(&request.target) else {
+                let _ = request
+                    .reply
+                    .send(Err(ComputeError::UnknownArrangement(request.target)));
+                return false;
+            };
+            if !peek::is_complete_at(arrangement, request.time) {
+                return true;
+            }
+            let _ = request.reply.send(peek::read_at(arrangement, request));
+            false
+        });
+        if self.pending_peeks.len() < before {
+            self.compact();
+        }
+    }
+
+    /// The earliest time a reader may still ask for.
+    fn compaction_frontier(&self) -> Timestamp {
+        self.pending_peeks
+            .iter()
+            .map(|p| p.time)
+            .fold(self.allowed_since, Timestamp::min)
+    }
+
+    fn compact(&mut self) {
+        let frontier = Antichain::from_elem(self.compaction_frontier());
+        for arrangement in self.arrangements.values_mut() {
+            arrangement.trace.set_logical_compaction(frontier.borrow());
+            arrangement.trace.set_physical_compaction(frontier.borrow());
+        }
+    }
+}

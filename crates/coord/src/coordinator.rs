@@ -1,0 +1,190 @@
+//! The coordinator object and statement dispatch.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use compute::ComputeController;
+use datafusion::execution::context::SessionState;
+use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use repr::{GlobalId, Timestamp};
+
+use crate::catalog::{Catalog, CatalogProviderImpl};
+use crate::error::CoordError;
+use crate::response::ExecuteResponse;
+use crate::session::{Session, Transaction, TransactionBlock};
+use crate::timestamps::{ReadHolds, TimestampOracle};
+use crate::write::TableCodecs;
+
+/// Where the coordinator keeps its data and how much parallelism it uses.
+#[derive(Clone, Debug)]
+pub struct CoordConfig {
+    /// The data directory (catalog and log).
+    pub data_dir: PathBuf,
+    /// Timely worker threads.
+    pub workers: usize,
+}
+
+/// The coordinator. Shared by all sessions.
+pub struct Coordinator {
+    pub(crate) catalog: Arc<RwLock<Catalog>>,
+    pub(crate) durable: storage::Catalog,
+    pub(crate) wal: storage::Wal,
+    pub(crate) compute: Arc<ComputeController>,
+    pub(crate) oracle: TimestampOracle,
+    pub(crate) holds: Arc<ReadHolds>,
+    pub(crate) base_state: SessionState,
+    /// Serializes DDL and commits: one writer at a time decides the next timestamp.
+    pub(crate) sequencer: tokio::sync::Mutex<()>,
+    /// The time each table was last written at (for transaction validation).
+    pub(crate) last_write: Mutex<HashMap<GlobalId, Timestamp>>,
+    /// Row codecs of the tables, for writing.
+    pub(crate) table_codecs: RwLock<HashMap<GlobalId, Arc<TableCodecs>>>,
+}
+
+/// Parses SQL text into statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| CoordError::Syntax(e.to_string()))
+}
+
+impl Coordinator {
+    /// Opens the data directory, rebuilds every object and replays the log.
+    pub async fn open(config: CoordConfig) -> Result<Arc<Self>, CoordError> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| CoordError::Storage(format!("{}: {e}", config.data_dir.display())))?;
+        let durable = storage::Catalog::open(&config.data_dir.join("catalog.redb"))?;
+        let (wal, records) = storage::Wal::open(&config.data_dir.join("wal"))?;
+        let compute = Arc::new(ComputeController::start(config.workers)?);
+        let catalog = Arc::new(RwLock::new(Catalog::default()));
+        let base_state =
+            sql::session::new_state(Arc::new(CatalogProviderImpl::new(catalog.clone())));
+        let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
+        let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
+        let coordinator = Arc::new(Self {
+            catalog,
+            durable,
+            wal,
+            compute,
+            oracle,
+            holds: Arc::new(ReadHolds::default()),
+            base_state,
+            sequencer: tokio::sync::Mutex::new(()),
+            last_write: Mutex::new(HashMap::new()),
+            table_codecs: RwLock::new(HashMap::new()),
+        });
+        coordinator.recover(records, floor).await?;
+        Ok(coordinator)
+    }
+
+    /// A new session for `user`.
+    pub fn new_session(&self, user: &str) -> Session {
+        Session::new(user)
+    }
+
+    /// Stops the compute workers.
+    pub fn shutdown(&self) {
+        self.compute.shutdown();
+    }
+
+    /// Executes one statement.
+    pub async fn execute(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+    ) -> Result<ExecuteResponse, CoordError> {
+        if let Transaction::Failed = session.transaction {
+            if !matches!(
+                statement,
+                Statement::Rollback { .. } | Statement::Commit { .. }
+            ) {
+                return Err(CoordError::InFailedTransaction);
+            }
+        }
+        let result = self.dispatch(session, statement).await;
+        if result.is_err() {
+            session.fail_transaction();
+        }
+        result
+    }
+
+    async fn dispatch(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+    ) -> Result<ExecuteResponse, CoordError> {
+        match statement {
+            Statement::Query(_) => self.select(session, statement).await,
+            Statement::Insert(insert) => self.insert(session, insert).await,
+            Statement::Update(update) => self.update(session, update).await,
+            Statement::Delete(delete) => self.delete(session, delete).await,
+            Statement::Copy { .. } => self.start_copy(session, statement),
+            Statement::CreateTable(create) => self.create_table(session, create).await,
+            Statement::CreateView(create) => self.create_view(session, create).await,
+            Statement::CreateIndex(create) => self.create_index(session, create).await,
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => {
+                self.drop_objects(session, object_type, if_exists, names, cascade)
+                    .await
+            }
+            Statement::StartTransaction { .. } => Ok(self.begin(session)),
+            Statement::Commit { .. } => self.commit(session).await,
+            Statement::Rollback {
+                savepoint: None, ..
+            } => {
+                session.transaction = Transaction::Idle;
+                Ok(ExecuteResponse::command("ROLLBACK"))
+            }
+            Statement::Explain { statement, .. } => self.explain(session, *statement).await,
+            other => self.show_or_set(session, other).await,
+        }
+    }
+
+    fn begin(&self, session: &mut Session) -> ExecuteResponse {
+        match session.transaction {
+            Transaction::Idle => {
+                session.transaction = Transaction::Block(TransactionBlock::default())
+            }
+            _ => session.notice(
+                "WARNING",
+                "25001",
+                "there is already a transaction in progress",
+            ),
+        }
+        ExecuteResponse::command("BEGIN")
+    }
+
+    async fn commit(&self, session: &mut Session) -> Result<ExecuteResponse, CoordError> {
+        match std::mem::take(&mut session.transaction) {
+            Transaction::Idle => {
+                session.notice("WARNING", "25P01", "there is no transaction in progress");
+                Ok(ExecuteResponse::command("COMMIT"))
+            }
+            Transaction::Failed => Ok(ExecuteResponse::command("ROLLBACK")),
+            Transaction::Block(block) => {
+                if !block.writes.is_empty() {
+                    let _sequencer = self.sequencer.lock().await;
+                    self.commit_writes(block.writes, &block.reads).await?;
+                }
+                Ok(ExecuteResponse::command("COMMIT"))
+            }
+        }
+    }
+
+    /// The word for an object type in messages.
+    pub(crate) fn object_type_name(object_type: ObjectType) -> &'static str {
+        match object_type {
+            ObjectType::Table => "table",
+            ObjectType::View => "view",
+            ObjectType::MaterializedView => "materialized view",
+            ObjectType::Index => "index",
+            _ => "object",
+        }
+    }
+}

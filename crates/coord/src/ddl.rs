@@ -1,0 +1,638 @@
+//! DDL: creating and dropping tables, views, materialized views and indexes.
+//!
+//! Each item is planned from its SQL (the same code path builds it at creation and again at
+//! every restart from the stored `create_sql`), recorded durably, then installed: put into the
+//! catalog and, for arranged items, given an input or a dataflow in compute.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use compute::{ArrangementLayout, DataflowDesc};
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::catalog::TableProvider;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::DFSchema;
+use datafusion::datasource::ViewTable;
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::sql::sqlparser::ast::{
+    ColumnOption, CreateIndex, CreateTable, CreateView, Expr as SqlExpr, ObjectName, ObjectType,
+    Statement, TableConstraint,
+};
+use repr::{GlobalId, RelationDesc, Timestamp};
+use sql::catalog::{KeyedArrangement, RelationTable};
+use sql::plan::Plan;
+use storage::{CatalogItem, CatalogOp, ItemKind};
+
+use crate::catalog::{kind_name, relation_table, Item, ItemDetails};
+use crate::coordinator::{parse, Coordinator};
+use crate::error::CoordError;
+use crate::naming::{fold_ident, name_result_columns, object_name};
+use crate::response::ExecuteResponse;
+use crate::session::Session;
+use crate::write::TableCodecs;
+
+/// A table, planned from its CREATE TABLE.
+pub(crate) struct PlannedTable {
+    pub name: String,
+    pub desc: RelationDesc,
+    pub defaults: HashMap<String, Expr>,
+}
+
+/// A view or materialized view, planned from its query.
+pub(crate) struct PlannedView {
+    pub name: String,
+    pub logical: LogicalPlan,
+    pub depends_on: Vec<GlobalId>,
+}
+
+/// An index, planned from its CREATE INDEX.
+pub(crate) struct PlannedIndex {
+    pub name: String,
+    pub on: GlobalId,
+    pub columns: Vec<usize>,
+}
+
+impl Coordinator {
+    pub(crate) async fn create_table(
+        &self,
+        session: &mut Session,
+        create: CreateTable,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let create_sql = Statement::CreateTable(create.clone()).to_string();
+        let planned = self.plan_table(&create)?;
+        let _sequencer = self.sequencer.lock().await;
+        if self.exists(session, &planned.name, create.if_not_exists)? {
+            return Ok(ExecuteResponse::command("CREATE TABLE"));
+        }
+        let id = self.record_item(&planned.name, ItemKind::Table, &create_sql, Vec::new())?;
+        self.install_table(id, &create_sql, planned, self.oracle.read_time() + 1)?;
+        Ok(ExecuteResponse::command("CREATE TABLE"))
+    }
+
+    pub(crate) async fn create_view(
+        &self,
+        session: &mut Session,
+        create: CreateView,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let create_sql = Statement::CreateView(create.clone()).to_string();
+        let kind = if create.materialized {
+            ItemKind::MaterializedView
+        } else {
+            ItemKind::View
+        };
+        let tag = if create.materialized {
+            "CREATE MATERIALIZED VIEW"
+        } else {
+            "CREATE VIEW"
+        };
+        if create.or_replace {
+            return Err(CoordError::Unsupported("CREATE OR REPLACE VIEW".into()));
+        }
+        let planned = self.plan_view(&create).await?;
+        let _sequencer = self.sequencer.lock().await;
+        if self.exists(session, &planned.name, create.if_not_exists)? {
+            return Ok(ExecuteResponse::command(tag));
+        }
+        let lowered = match kind {
+            ItemKind::MaterializedView => Some(self.lower_view(&planned)?),
+            _ => None,
+        };
+        let id = self.record_item(&planned.name, kind, &create_sql, planned.depends_on.clone())?;
+        let installed = match lowered {
+            Some(plan) => self.install_materialized_view(id, &create_sql, planned, plan),
+            None => self.install_view(id, &create_sql, planned),
+        };
+        if let Err(e) = installed {
+            self.durable.apply(&[CatalogOp::Delete(id)])?;
+            return Err(e);
+        }
+        Ok(ExecuteResponse::command(tag))
+    }
+
+    pub(crate) async fn create_index(
+        &self,
+        session: &mut Session,
+        create: CreateIndex,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let create_sql = Statement::CreateIndex(create.clone()).to_string();
+        let planned = self.plan_index(&create)?;
+        let _sequencer = self.sequencer.lock().await;
+        if self.exists(session, &planned.name, create.if_not_exists)? {
+            return Ok(ExecuteResponse::command("CREATE INDEX"));
+        }
+        let id = self.record_item(
+            &planned.name,
+            ItemKind::Index,
+            &create_sql,
+            vec![planned.on],
+        )?;
+        self.install_index(id, &create_sql, planned)?;
+        Ok(ExecuteResponse::command("CREATE INDEX"))
+    }
+
+    /// Whether `name` is taken; with IF NOT EXISTS that is a notice, otherwise an error.
+    fn exists(
+        &self,
+        session: &mut Session,
+        name: &str,
+        if_not_exists: bool,
+    ) -> Result<bool, CoordError> {
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        match catalog.by_name(name) {
+            None => Ok(false),
+            Some(_) if if_not_exists => {
+                session.notice(
+                    "NOTICE",
+                    "42P07",
+                    format!("relation \"{name}\" already exists, skipping"),
+                );
+                Ok(true)
+            }
+            Some(_) => Err(CoordError::DuplicateObject {
+                kind: "relation",
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Stores a new item durably and returns its id.
+    fn record_item(
+        &self,
+        name: &str,
+        kind: ItemKind,
+        create_sql: &str,
+        depends_on: Vec<GlobalId>,
+    ) -> Result<GlobalId, CoordError> {
+        let id = self.durable.allocate_id()?;
+        self.durable.apply(&[CatalogOp::Put(CatalogItem {
+            id,
+            name: name.to_string(),
+            kind,
+            create_sql: create_sql.to_string(),
+            depends_on,
+        })])?;
+        Ok(id)
+    }
+
+    pub(crate) fn plan_table(&self, create: &CreateTable) -> Result<PlannedTable, CoordError> {
+        if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
+            return Err(CoordError::Unsupported(
+                "CREATE TABLE … AS / LIKE / CLONE".into(),
+            ));
+        }
+        if create.temporary || create.external {
+            return Err(CoordError::Unsupported(
+                "temporary and external tables".into(),
+            ));
+        }
+        let name = object_name(&create.name)?;
+        let mut primary_key: Option<Vec<String>> = None;
+        let mut set_primary_key = |columns: Vec<String>| {
+            if primary_key.is_some() {
+                return Err(CoordError::InvalidStatement(format!(
+                    "multiple primary keys for table \"{name}\" are not allowed"
+                )));
+            }
+            primary_key = Some(columns);
+            Ok(())
+        };
+        let mut columns: Vec<(String, &datafusion::sql::sqlparser::ast::DataType, bool)> =
+            Vec::new();
+        let mut default_sql: Vec<(String, SqlExpr)> = Vec::new();
+        for column in &create.columns {
+            let column_name = fold_ident(&column.name);
+            if columns.iter().any(|(n, _, _)| *n == column_name) {
+                return Err(CoordError::DuplicateColumn(column_name));
+            }
+            let mut nullable = true;
+            for option in &column.options {
+                match &option.option {
+                    ColumnOption::Null => nullable = true,
+                    ColumnOption::NotNull => nullable = false,
+                    ColumnOption::Default(expr) => {
+                        default_sql.push((column_name.clone(), expr.clone()))
+                    }
+                    ColumnOption::PrimaryKey(_) => set_primary_key(vec![column_name.clone()])?,
+                    other => {
+                        return Err(CoordError::Unsupported(format!(
+                            "column constraint {other} (only NOT NULL, DEFAULT and PRIMARY KEY)"
+                        )))
+                    }
+                }
+            }
+            columns.push((column_name, &column.data_type, nullable));
+        }
+        for constraint in &create.constraints {
+            match constraint {
+                TableConstraint::PrimaryKey(key) => set_primary_key(
+                    key.columns
+                        .iter()
+                        .map(|c| match &c.column.expr {
+                            SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
+                            other => Err(CoordError::Unsupported(format!(
+                                "primary key on expression {other}"
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()?,
+                )?,
+                other => {
+                    return Err(CoordError::Unsupported(format!(
+                        "table constraint {other} (only PRIMARY KEY)"
+                    )))
+                }
+            }
+        }
+        let key_positions = primary_key
+            .map(|key| {
+                key.iter()
+                    .map(|k| {
+                        columns.iter().position(|(n, _, _)| n == k).ok_or_else(|| {
+                            CoordError::UnknownColumn(format!(
+                                "column \"{k}\" named in key does not exist"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (n, t, nullable))| {
+                let in_key = key_positions.as_ref().is_some_and(|k| k.contains(&i));
+                sql::types::column_field(n, t, *nullable && !in_key)
+            })
+            .collect::<Result<Vec<Field>, _>>()?;
+        let schema = Arc::new(Schema::new(fields));
+        let mut defaults = HashMap::new();
+        let empty = DFSchema::empty();
+        for (column, expr) in default_sql {
+            let logical = self
+                .base_state
+                .create_logical_expr(&expr.to_string(), &empty)?;
+            let data_type = schema
+                .field_with_name(&column)
+                .map_err(|e| CoordError::Internal(e.to_string()))?
+                .data_type();
+            defaults.insert(column, logical.cast_to(data_type, &empty)?);
+        }
+        Ok(PlannedTable {
+            name,
+            desc: RelationDesc {
+                schema,
+                primary_key: key_positions,
+            },
+            defaults,
+        })
+    }
+
+    pub(crate) fn install_table(
+        &self,
+        id: GlobalId,
+        create_sql: &str,
+        planned: PlannedTable,
+        upper: Timestamp,
+    ) -> Result<(), CoordError> {
+        let codecs = Arc::new(TableCodecs::new(&planned.name, &planned.desc)?);
+        let layout = match &planned.desc.primary_key {
+            Some(key) => ArrangementLayout::ByColumns(key.clone()),
+            None => ArrangementLayout::BySelf,
+        };
+        let mut table = relation_table(id, &planned.name, planned.desc);
+        table.defaults = planned.defaults;
+        self.compute.create_input(id, layout, upper, &planned.name);
+        self.table_codecs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, codecs);
+        self.catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Item {
+                id,
+                name: planned.name,
+                kind: ItemKind::Table,
+                create_sql: create_sql.to_string(),
+                depends_on: Vec::new(),
+                details: ItemDetails::Relation(Arc::new(table)),
+            });
+        Ok(())
+    }
+
+    pub(crate) async fn plan_view(&self, create: &CreateView) -> Result<PlannedView, CoordError> {
+        let name = object_name(&create.name)?;
+        let mut query = create.query.clone();
+        name_result_columns(&mut query);
+        let query = if create.columns.is_empty() {
+            Statement::Query(query)
+        } else {
+            let names = create
+                .columns
+                .iter()
+                .map(|c| format!("\"{}\"", fold_ident(&c.name)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            parse(&format!(
+                "SELECT * FROM ({query}) AS __fluxion_view({names})"
+            ))?
+            .pop()
+            .ok_or_else(|| CoordError::Internal("renamed view query vanished".into()))?
+        };
+        let logical = self.plan_statement(&self.base_state, query).await?;
+        let mut seen = HashSet::new();
+        for field in logical.schema().fields() {
+            if !seen.insert(field.name().clone()) {
+                return Err(CoordError::DuplicateColumn(field.name().clone()));
+            }
+        }
+        let depends_on = self.referenced_items(&logical);
+        Ok(PlannedView {
+            name,
+            logical,
+            depends_on,
+        })
+    }
+
+    /// The catalog items a plan reads, views included (before they are inlined).
+    fn referenced_items(&self, plan: &LogicalPlan) -> Vec<GlobalId> {
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let mut ids = Vec::new();
+        let _ = plan.apply_with_subqueries(|node| {
+            if let LogicalPlan::TableScan(scan) = node {
+                if let Some(item) = catalog.by_name(scan.table_name.table()) {
+                    ids.push(item.id);
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    pub(crate) fn lower_view(&self, planned: &PlannedView) -> Result<Plan, CoordError> {
+        Ok(sql::lower(&self.base_state, &planned.logical)?)
+    }
+
+    pub(crate) fn install_view(
+        &self,
+        id: GlobalId,
+        create_sql: &str,
+        planned: PlannedView,
+    ) -> Result<(), CoordError> {
+        let view: Arc<dyn TableProvider> = Arc::new(ViewTable::new(
+            planned.logical,
+            Some(create_sql.to_string()),
+        ));
+        self.catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Item {
+                id,
+                name: planned.name,
+                kind: ItemKind::View,
+                create_sql: create_sql.to_string(),
+                depends_on: planned.depends_on,
+                details: ItemDetails::View(view),
+            });
+        Ok(())
+    }
+
+    pub(crate) fn install_materialized_view(
+        &self,
+        id: GlobalId,
+        create_sql: &str,
+        planned: PlannedView,
+        plan: Plan,
+    ) -> Result<(), CoordError> {
+        let schema = Arc::new(planned.logical.schema().as_arrow().clone());
+        self.compute.create_dataflow(DataflowDesc {
+            id,
+            plan,
+            layout: ArrangementLayout::BySelf,
+            debug_name: planned.name.clone(),
+        })?;
+        let table = RelationTable::new(id, planned.name.clone(), RelationDesc::new(schema));
+        self.catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Item {
+                id,
+                name: planned.name,
+                kind: ItemKind::MaterializedView,
+                create_sql: create_sql.to_string(),
+                depends_on: planned.depends_on,
+                details: ItemDetails::Relation(Arc::new(table)),
+            });
+        Ok(())
+    }
+
+    pub(crate) fn plan_index(&self, create: &CreateIndex) -> Result<PlannedIndex, CoordError> {
+        let on_name = object_name(&create.table_name)?;
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let on = catalog
+            .by_name(&on_name)
+            .ok_or_else(|| CoordError::UnknownObject {
+                kind: "relation",
+                name: on_name.clone(),
+            })?;
+        let relation = on.relation().ok_or_else(|| CoordError::WrongObjectType {
+            name: on_name.clone(),
+            expected: "a table or materialized view",
+            hint: Some("indexes arrange stored relations; create a materialized view first".into()),
+        })?;
+        if create.predicate.is_some() || create.unique || !create.include.is_empty() {
+            return Err(CoordError::Unsupported(
+                "partial, unique and covering indexes".into(),
+            ));
+        }
+        let columns = create
+            .columns
+            .iter()
+            .map(|c| match &c.column.expr {
+                SqlExpr::Identifier(ident) => {
+                    let column = fold_ident(ident);
+                    relation.desc.schema.index_of(&column).map_err(|_| {
+                        CoordError::UnknownColumn(format!("column \"{column}\" does not exist"))
+                    })
+                }
+                other => Err(CoordError::Unsupported(format!(
+                    "index on expression {other}"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if columns.is_empty() {
+            return Err(CoordError::InvalidStatement(
+                "an index needs at least one column".into(),
+            ));
+        }
+        let name = match &create.name {
+            Some(name) => object_name(name)?,
+            None => {
+                let column_names: Vec<&str> = columns
+                    .iter()
+                    .map(|&c| relation.desc.schema.field(c).name().as_str())
+                    .collect();
+                format!("{on_name}_{}_idx", column_names.join("_"))
+            }
+        };
+        Ok(PlannedIndex {
+            name,
+            on: on.id,
+            columns,
+        })
+    }
+
+    pub(crate) fn install_index(
+        &self,
+        id: GlobalId,
+        create_sql: &str,
+        planned: PlannedIndex,
+    ) -> Result<(), CoordError> {
+        let schema = {
+            let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+            catalog
+                .get(planned.on)
+                .and_then(Item::relation)
+                .map(|r| r.desc.schema.clone())
+                .ok_or_else(|| {
+                    CoordError::Internal(format!("index on missing relation {}", planned.on))
+                })?
+        };
+        self.compute.create_dataflow(DataflowDesc {
+            id,
+            plan: Plan::Get {
+                id: planned.on,
+                schema,
+            },
+            layout: ArrangementLayout::ByColumns(planned.columns.clone()),
+            debug_name: planned.name.clone(),
+        })?;
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        catalog.add_lookup(
+            planned.on,
+            KeyedArrangement {
+                arrangement: id,
+                columns: planned.columns.clone(),
+            },
+        );
+        catalog.insert(Item {
+            id,
+            name: planned.name,
+            kind: ItemKind::Index,
+            create_sql: create_sql.to_string(),
+            depends_on: vec![planned.on],
+            details: ItemDetails::Index { on: planned.on },
+        });
+        Ok(())
+    }
+
+    pub(crate) async fn drop_objects(
+        &self,
+        session: &mut Session,
+        object_type: ObjectType,
+        if_exists: bool,
+        names: Vec<ObjectName>,
+        cascade: bool,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let (expected_kind, expected) = match object_type {
+            ObjectType::Table => (ItemKind::Table, "a table"),
+            ObjectType::View => (ItemKind::View, "a view"),
+            ObjectType::MaterializedView => (ItemKind::MaterializedView, "a materialized view"),
+            ObjectType::Index => (ItemKind::Index, "an index"),
+            other => return Err(CoordError::Unsupported(format!("DROP {other}"))),
+        };
+        let type_name = Coordinator::object_type_name(object_type);
+        let tag = format!("DROP {}", type_name.to_uppercase());
+        let _sequencer = self.sequencer.lock().await;
+        let mut to_drop: Vec<GlobalId> = Vec::new();
+        {
+            let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+            for name in &names {
+                let name = object_name(name)?;
+                let Some(item) = catalog.by_name(&name) else {
+                    if if_exists {
+                        session.notice(
+                            "NOTICE",
+                            "00000",
+                            format!("{type_name} \"{name}\" does not exist, skipping"),
+                        );
+                        continue;
+                    }
+                    return Err(CoordError::UnknownObject {
+                        kind: type_name,
+                        name,
+                    });
+                };
+                if item.kind != expected_kind {
+                    return Err(CoordError::WrongObjectType {
+                        name,
+                        expected,
+                        hint: Some(format!(
+                            "Use DROP {} to remove a {}.",
+                            kind_name(item.kind).to_uppercase(),
+                            kind_name(item.kind)
+                        )),
+                    });
+                }
+                let dependents = catalog.dependents(item.id);
+                if !dependents.is_empty() && !cascade {
+                    return Err(CoordError::DependentObjects {
+                        name: format!("{} {}", item.kind_name(), item.name),
+                        dependents: dependents
+                            .iter()
+                            .filter_map(|d| catalog.get(*d))
+                            .map(|d| {
+                                format!(
+                                    "{} {} depends on {} {}",
+                                    d.kind_name(),
+                                    d.name,
+                                    item.kind_name(),
+                                    item.name
+                                )
+                            })
+                            .collect(),
+                    });
+                }
+                to_drop.push(item.id);
+                to_drop.extend(dependents);
+            }
+        }
+        to_drop.sort();
+        to_drop.dedup();
+        if to_drop.is_empty() {
+            return Ok(ExecuteResponse::command(tag));
+        }
+        self.durable.apply(
+            &to_drop
+                .iter()
+                .map(|id| CatalogOp::Delete(*id))
+                .collect::<Vec<_>>(),
+        )?;
+        for id in to_drop.into_iter().rev() {
+            self.uninstall(id);
+        }
+        Ok(ExecuteResponse::command(tag))
+    }
+
+    /// Removes an item from the catalog and compute.
+    fn uninstall(&self, id: GlobalId) {
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        let Some(item) = catalog.remove(id) else {
+            return;
+        };
+        if let ItemDetails::Index { on, .. } = item.details {
+            catalog.remove_lookup(on, id);
+        }
+        if matches!(
+            item.kind,
+            ItemKind::Table | ItemKind::MaterializedView | ItemKind::Index
+        ) {
+            self.compute.drop_collection(id);
+        }
+        self.table_codecs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+}

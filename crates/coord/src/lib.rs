@@ -1,0 +1,39 @@
+//! The coordinator: the brain between clients and the dataflow engine.
+//!
+//! It owns the catalog, the timeline (timestamp oracle and read holds), and the durable
+//! catalog and log. Statements arrive parsed; DDL changes the catalog and creates or drops
+//! dataflows, writes are logged durably and then fed to compute at one timestamp per
+//! transaction, and reads run DataFusion over snapshots peeked from arrangements at one time.
+//!
+//! Nothing here knows the wire protocol: results are Arrow batches and command tags, errors
+//! are [`CoordError`]s that the server maps to SQLSTATEs.
+
+mod bind;
+mod catalog;
+mod coordinator;
+mod copy;
+mod ddl;
+mod error;
+mod naming;
+mod read;
+mod recovery;
+mod response;
+mod session;
+mod show;
+mod timestamps;
+mod write;
+
+pub use bind::{bind_parameters, StatementDesc};
+pub use coordinator::{parse, CoordConfig, Coordinator};
+pub use copy::CopyFormat;
+pub use error::CoordError;
+pub use response::ExecuteResponse;
+pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
+
+pub use datafusion::sql::sqlparser::ast::Statement;
+
+/// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
+pub const SERVER_VERSION: &str = "15.8";
+
+/// [`SERVER_VERSION`] as `server_version_num`.
+pub const SERVER_VERSION_NUM: &str = "150008";

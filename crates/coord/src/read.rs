@@ -1,0 +1,207 @@
+//! Reads: SELECT over a consistent snapshot.
+//!
+//! A query picks one time (the last committed write, so it reads its own and every
+//! acknowledged write), holds it so arrangements stay readable there, and plans with
+//! DataFusion in a session whose scans peek arrangements at that time. Equality filters on
+//! an arrangement's key become point lookups.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use compute::{ComputeController, PeekFilter};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::context::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::DataFrame;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use sql::catalog::{KeyLookup, RelationTable, SnapshotContext, SnapshotReader};
+
+use crate::coordinator::Coordinator;
+use crate::error::CoordError;
+use crate::naming::name_result_columns;
+use crate::response::ExecuteResponse;
+use crate::session::{PendingWrites, Session, Transaction};
+use crate::timestamps::ReadHold;
+
+/// Rows per batch handed to DataFusion.
+const BATCH_ROWS: usize = 8192;
+
+/// Reads arrangements at one time, with a transaction's uncommitted writes laid over them.
+#[derive(Debug)]
+pub(crate) struct ArrangementReader {
+    compute: Arc<ComputeController>,
+    time: Timestamp,
+    overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
+}
+
+#[async_trait]
+impl SnapshotReader for ArrangementReader {
+    async fn read(
+        &self,
+        relation: &RelationTable,
+        lookup: Option<KeyLookup>,
+    ) -> DfResult<Vec<RecordBatch>> {
+        let codec = RowCodec::new(relation.desc.schema.clone()).map_err(external)?;
+        let overlay = self
+            .overlay
+            .get(&relation.id)
+            .filter(|rows| !rows.is_empty());
+        let (target, filter) = match (lookup, overlay) {
+            (Some(lookup), None) => {
+                let key = encode_key(&relation.desc.schema, &lookup)?;
+                (lookup.arrangement.arrangement, PeekFilter::Key(key))
+            }
+            _ => (relation.id, PeekFilter::All),
+        };
+        let mut rows = self
+            .compute
+            .peek(target, self.time, filter)
+            .await
+            .map_err(external)?;
+        if let Some(overlay) = overlay {
+            rows.extend(overlay.iter().cloned());
+            rows = consolidate(rows);
+        }
+        rows_to_batches(&codec, &rows)
+    }
+}
+
+fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// The key row for a point lookup.
+fn encode_key(schema: &SchemaRef, lookup: &KeyLookup) -> DfResult<Row> {
+    let key_schema = Arc::new(schema.project(&lookup.arrangement.columns)?);
+    let codec = RowCodec::new(key_schema).map_err(external)?;
+    let columns = lookup
+        .values
+        .iter()
+        .map(|v| v.to_array_of_size(1))
+        .collect::<DfResult<Vec<ArrayRef>>>()?;
+    codec
+        .encode_columns(&columns, 1)
+        .map_err(external)?
+        .pop()
+        .ok_or_else(|| DataFusionError::Internal("no key encoded".into()))
+}
+
+/// Sums the diffs of equal rows and drops rows that cancel out.
+pub(crate) fn consolidate(mut rows: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
+    rows.sort();
+    let mut out: Vec<(Row, Diff)> = Vec::with_capacity(rows.len());
+    for (row, diff) in rows {
+        match out.last_mut() {
+            Some((last, total)) if *last == row => *total += diff,
+            _ => out.push((row, diff)),
+        }
+    }
+    out.retain(|(_, diff)| *diff != 0);
+    out
+}
+
+/// Decodes rows into batches, repeating each row as often as its multiplicity.
+pub(crate) fn rows_to_batches(
+    codec: &RowCodec,
+    rows: &[(Row, Diff)],
+) -> DfResult<Vec<RecordBatch>> {
+    if let Some((_, diff)) = rows.iter().find(|(_, diff)| *diff < 0) {
+        return Err(DataFusionError::Internal(format!(
+            "a row has negative multiplicity {diff} in a snapshot"
+        )));
+    }
+    let mut batches = Vec::new();
+    for chunk in rows.chunks(BATCH_ROWS) {
+        let batch = codec
+            .decode(chunk.iter().map(|(row, _)| row))
+            .map_err(external)?;
+        if chunk.iter().all(|(_, diff)| *diff == 1) {
+            batches.push(batch);
+            continue;
+        }
+        let indices: UInt32Array = chunk
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (_, diff))| std::iter::repeat_n(i as u32, *diff as usize))
+            .collect();
+        batches.push(take_record_batch(&batch, &indices)?);
+    }
+    Ok(batches)
+}
+
+/// A time held for the duration of one query, and the session to plan it in.
+pub(crate) struct QueryContext {
+    pub state: SessionState,
+    pub hold: ReadHold,
+}
+
+impl Coordinator {
+    /// A planning session that reads at the current read time, with `overlay` laid over the
+    /// committed contents.
+    pub(crate) fn query_context(&self, overlay: &PendingWrites) -> QueryContext {
+        let hold = self.holds.acquire(self.oracle.read_time());
+        let reader = ArrangementReader {
+            compute: self.compute.clone(),
+            time: hold.time(),
+            overlay: overlay.tables.clone().into_iter().collect(),
+        };
+        let config = self
+            .base_state
+            .config()
+            .clone()
+            .with_extension(Arc::new(SnapshotContext(Arc::new(reader))));
+        let state = SessionStateBuilder::new_from_existing(self.base_state.clone())
+            .with_config(config)
+            .build();
+        QueryContext { state, hold }
+    }
+
+    /// Plans a statement in a planning session (no reads happen).
+    pub(crate) async fn plan_statement(
+        &self,
+        state: &SessionState,
+        statement: Statement,
+    ) -> Result<LogicalPlan, CoordError> {
+        Ok(state
+            .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+            .await?)
+    }
+
+    /// Runs a query and collects its rows.
+    pub(crate) async fn run_query(
+        &self,
+        session: &Session,
+        statement: Statement,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
+        let overlay = match &session.transaction {
+            Transaction::Block(block) => block.writes.clone(),
+            _ => PendingWrites::default(),
+        };
+        let context = self.query_context(&overlay);
+        let plan = self.plan_statement(&context.state, statement).await?;
+        let frame = DataFrame::new(context.state.clone(), plan);
+        let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+        let batches = frame.collect().await?;
+        drop(context.hold);
+        Ok((schema, batches))
+    }
+
+    pub(crate) async fn select(
+        &self,
+        session: &mut Session,
+        mut statement: Statement,
+    ) -> Result<ExecuteResponse, CoordError> {
+        if let Statement::Query(query) = &mut statement {
+            name_result_columns(query);
+        }
+        let (schema, batches) = self.run_query(session, statement).await?;
+        Ok(ExecuteResponse::Rows { schema, batches })
+    }
+}

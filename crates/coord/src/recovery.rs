@@ -1,0 +1,118 @@
+//! Recovery: rebuilding every object from the durable catalog and replaying the log.
+//!
+//! Tables come first and get their logged writes back at the times they were committed;
+//! then views, materialized views and indexes are planned from their stored SQL in creation
+//! order (an item only depends on items created before it), and their dataflows catch up
+//! from the tables' arrangements. Reads are admitted once every dataflow has caught up.
+
+use std::time::Instant;
+
+use compute::PeekFilter;
+use repr::{GlobalId, Timestamp};
+use storage::{ItemKind, WalRecord};
+
+use crate::coordinator::{parse, Coordinator};
+use crate::error::CoordError;
+use datafusion::sql::sqlparser::ast::Statement;
+
+impl Coordinator {
+    /// Rebuilds all items and replays `records`, the last of which is at `floor`.
+    pub(crate) async fn recover(
+        &self,
+        records: Vec<WalRecord>,
+        floor: Timestamp,
+    ) -> Result<(), CoordError> {
+        let started = Instant::now();
+        let items = self.durable.items()?;
+        let mut tables = 0;
+        for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
+            let Some(Statement::CreateTable(create)) = parse(&item.create_sql)?.pop() else {
+                return Err(CoordError::Internal(format!(
+                    "stored SQL of {} is not CREATE TABLE",
+                    item.name
+                )));
+            };
+            let planned = self.plan_table(&create)?;
+            self.install_table(item.id, &item.create_sql, planned, 0)?;
+            tables += 1;
+        }
+        let replayed = self.replay(&records)?;
+        self.compute.advance_inputs(floor + 1);
+        self.oracle.mark_committed(floor);
+        let mut dataflows: Vec<GlobalId> = Vec::new();
+        for item in items.iter().filter(|i| i.kind != ItemKind::Table) {
+            let statement = parse(&item.create_sql)?.pop().ok_or_else(|| {
+                CoordError::Internal(format!("stored SQL of {} is empty", item.name))
+            })?;
+            match (item.kind, statement) {
+                (ItemKind::View, Statement::CreateView(create)) => {
+                    let planned = self.plan_view(&create).await?;
+                    self.install_view(item.id, &item.create_sql, planned)?;
+                }
+                (ItemKind::MaterializedView, Statement::CreateView(create)) => {
+                    let planned = self.plan_view(&create).await?;
+                    let plan = self.lower_view(&planned)?;
+                    self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
+                    dataflows.push(item.id);
+                }
+                (ItemKind::Index, Statement::CreateIndex(create)) => {
+                    let planned = self.plan_index(&create)?;
+                    self.install_index(item.id, &item.create_sql, planned)?;
+                    dataflows.push(item.id);
+                }
+                (kind, _) => {
+                    return Err(CoordError::Internal(format!(
+                        "stored SQL of {} does not create a {kind:?}",
+                        item.name
+                    )))
+                }
+            }
+        }
+        for id in &dataflows {
+            self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
+        }
+        self.compute.allow_compaction(floor);
+        tracing::info!(
+            tables,
+            dataflows = dataflows.len(),
+            log_records = records.len(),
+            replayed_rows = replayed,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "recovered: every object rebuilt and caught up with the log"
+        );
+        Ok(())
+    }
+
+    /// Feeds logged table writes to compute at their original times; returns the row count.
+    fn replay(&self, records: &[WalRecord]) -> Result<usize, CoordError> {
+        let codecs = self
+            .table_codecs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut rows = 0;
+        for record in records {
+            for (table, change) in &record.changes {
+                let Some(codecs) = codecs.get(table) else {
+                    continue;
+                };
+                let encoded = codecs
+                    .rows
+                    .encode(&change.rows)
+                    .map_err(|e| CoordError::Internal(e.to_string()))?;
+                let updates: Vec<_> = encoded
+                    .into_iter()
+                    .zip(change.diffs.iter().copied())
+                    .collect();
+                rows += updates.len();
+                let pairs = codecs.arrangement_pairs(&updates)?;
+                self.compute.append(*table, record.time, pairs);
+                self.last_write
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(*table, record.time);
+            }
+        }
+        Ok(rows)
+    }
+}

@@ -1,0 +1,33 @@
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+
+use crate::copy::CopyFormat;
+
+/// What executing one statement produced.
+#[derive(Debug)]
+pub enum ExecuteResponse {
+    /// Rows, with their schema (possibly no batches).
+    Rows {
+        /// Column names and types.
+        schema: SchemaRef,
+        /// The rows.
+        batches: Vec<RecordBatch>,
+    },
+    /// A command without rows, with its completion tag (`INSERT 0 3`, `CREATE TABLE`).
+    Command(String),
+    /// The client should now send COPY data; the session remembers where it goes.
+    CopyIn {
+        /// The number of columns each row carries.
+        columns: usize,
+        /// The data format.
+        format: CopyFormat,
+    },
+    /// The query string held no statement.
+    EmptyQuery,
+}
+
+impl ExecuteResponse {
+    pub(crate) fn command(tag: impl Into<String>) -> Self {
+        ExecuteResponse::Command(tag.into())
+    }
+}

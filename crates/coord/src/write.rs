@@ -1,0 +1,734 @@
+//! Writes to tables: INSERT (with ON CONFLICT), UPDATE, DELETE, and committing them.
+//!
+//! A write is computed as row diffs (an UPDATE retracts the old row and inserts the new one)
+//! against a snapshot, then committed: logged durably at one new timestamp (fsync before the
+//! acknowledgement), fed to compute, and made visible to reads. Autocommit statements hold the
+//! sequencer from their read to their commit, so nothing can slip in between; a transaction
+//! block buffers its writes and is validated at COMMIT against writes that happened since it
+//! read.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use compute::PeekFilter;
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::{
+    AssignmentTarget, Delete, FromTable, Insert, OnConflictAction, OnInsert, TableFactor,
+    TableObject, Update,
+};
+use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
+use storage::{ItemKind, WalRecord};
+
+use crate::catalog::Item;
+use crate::coordinator::Coordinator;
+use crate::error::CoordError;
+use crate::naming::object_name;
+use crate::read::consolidate;
+use crate::response::ExecuteResponse;
+use crate::session::{PendingWrites, Session, Transaction};
+
+/// How a table's rows are encoded, and its key for the arrangement.
+pub(crate) struct TableCodecs {
+    pub name: String,
+    pub schema: SchemaRef,
+    pub rows: RowCodec,
+    /// The primary key columns and their codec.
+    pub key: Option<(Vec<usize>, RowCodec)>,
+}
+
+impl TableCodecs {
+    pub fn new(name: &str, desc: &repr::RelationDesc) -> Result<Self, CoordError> {
+        let rows = RowCodec::new(desc.schema.clone())
+            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+        let key = match &desc.primary_key {
+            Some(columns) => {
+                let schema = Arc::new(
+                    desc.schema
+                        .project(columns)
+                        .map_err(|e| CoordError::Internal(e.to_string()))?,
+                );
+                let codec =
+                    RowCodec::new(schema).map_err(|e| CoordError::Unsupported(e.to_string()))?;
+                Some((columns.clone(), codec))
+            }
+            None => None,
+        };
+        Ok(Self {
+            name: name.to_string(),
+            schema: desc.schema.clone(),
+            rows,
+            key,
+        })
+    }
+
+    /// The primary key row of each row of `batch` (or the row itself without a key).
+    pub fn keys_of(&self, batch: &RecordBatch) -> Result<Vec<Row>, CoordError> {
+        let encoded = match &self.key {
+            Some((columns, codec)) => {
+                let columns: Vec<ArrayRef> =
+                    columns.iter().map(|&c| batch.column(c).clone()).collect();
+                codec.encode_columns(&columns, batch.num_rows())
+            }
+            None => self.rows.encode(batch),
+        };
+        encoded.map_err(|e| CoordError::Internal(e.to_string()))
+    }
+
+    /// `(key, value)` pairs as the table's arrangement stores them.
+    pub fn arrangement_pairs(
+        &self,
+        rows: &[(Row, Diff)],
+    ) -> Result<Vec<((Row, Row), Diff)>, CoordError> {
+        if self.key.is_none() {
+            return Ok(rows
+                .iter()
+                .map(|(row, d)| ((row.clone(), Row::default()), *d))
+                .collect());
+        }
+        let batch = self.decode(rows)?;
+        let keys = self.keys_of(&batch)?;
+        Ok(keys
+            .into_iter()
+            .zip(rows)
+            .map(|(key, (row, diff))| ((key, row.clone()), *diff))
+            .collect())
+    }
+
+    pub fn decode(&self, rows: &[(Row, Diff)]) -> Result<RecordBatch, CoordError> {
+        self.rows
+            .decode(rows.iter().map(|(row, _)| row))
+            .map_err(|e| CoordError::Internal(e.to_string()))
+    }
+
+    fn describe_key(&self, batch: &RecordBatch, row: usize) -> String {
+        let (columns, names): (Vec<usize>, Vec<String>) = match &self.key {
+            Some((columns, _)) => (
+                columns.clone(),
+                columns
+                    .iter()
+                    .map(|&c| self.schema.field(c).name().clone())
+                    .collect(),
+            ),
+            None => ((0..self.schema.fields().len()).collect(), vec![]),
+        };
+        let values: Vec<String> = columns
+            .iter()
+            .map(|&c| {
+                datafusion::arrow::util::display::array_value_to_string(batch.column(c), row)
+                    .unwrap_or_default()
+            })
+            .collect();
+        format!(
+            "Key ({})=({}) already exists.",
+            names.join(", "),
+            values.join(", ")
+        )
+    }
+}
+
+impl Coordinator {
+    /// The writable table called `name`.
+    pub(crate) fn writable_table(
+        &self,
+        name: &str,
+    ) -> Result<(Item, Arc<TableCodecs>), CoordError> {
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let item = catalog
+            .by_name(name)
+            .ok_or_else(|| CoordError::UnknownObject {
+                kind: "relation",
+                name: name.to_string(),
+            })?;
+        if item.kind != ItemKind::Table {
+            return Err(CoordError::WrongObjectType {
+                name: name.to_string(),
+                expected: "a table",
+                hint: Some(format!(
+                    "cannot change rows of a {}; write to the tables it reads",
+                    item.kind_name()
+                )),
+            });
+        }
+        let codecs = self
+            .table_codecs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&item.id)
+            .cloned()
+            .ok_or_else(|| CoordError::Internal(format!("no codecs for table {name}")))?;
+        Ok((item.clone(), codecs))
+    }
+
+    pub(crate) async fn insert(
+        &self,
+        session: &mut Session,
+        mut insert: Insert,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let TableObject::TableName(name) = &insert.table else {
+            return Err(CoordError::Unsupported(
+                "INSERT INTO a table function".into(),
+            ));
+        };
+        if insert.returning.is_some() {
+            return Err(CoordError::Unsupported("INSERT … RETURNING".into()));
+        }
+        let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        let on_conflict = match insert.on.take() {
+            None => None,
+            Some(OnInsert::OnConflict(conflict)) => Some(conflict.action),
+            Some(_) => return Err(CoordError::Unsupported("ON DUPLICATE KEY".into())),
+        };
+        let _sequencer = self.lock_for_autocommit(session).await;
+        let context = self.query_context(&pending(session));
+        let plan = self
+            .plan_statement(
+                &context.state,
+                datafusion::sql::sqlparser::ast::Statement::Insert(insert),
+            )
+            .await?;
+        let datafusion::logical_expr::LogicalPlan::Dml(dml) = plan else {
+            return Err(CoordError::Internal("INSERT did not plan as DML".into()));
+        };
+        let input =
+            datafusion::prelude::DataFrame::new(context.state.clone(), dml.input.as_ref().clone());
+        let batches = input.collect().await?;
+        let batch = conform(&codecs.schema, &batches)?;
+        check_not_null(&codecs, &batch)?;
+        let read_time = context.hold.time();
+        let (writes, count) = match on_conflict {
+            None => (
+                self.plain_insert(session, &codecs, &table, &batch, read_time)
+                    .await?,
+                batch.num_rows(),
+            ),
+            Some(action) => {
+                self.upsert(
+                    session,
+                    &codecs,
+                    &table,
+                    &batch,
+                    action,
+                    read_time,
+                    &context.state,
+                )
+                .await?
+            }
+        };
+        drop(context);
+        self.apply_writes(session, table.id, writes, read_time)
+            .await?;
+        Ok(ExecuteResponse::command(format!("INSERT 0 {count}")))
+    }
+
+    /// Rows of `batch` to insert, after checking that no primary key exists already.
+    pub(crate) async fn plain_insert(
+        &self,
+        session: &Session,
+        codecs: &TableCodecs,
+        table: &Item,
+        batch: &RecordBatch,
+        read_time: Timestamp,
+    ) -> Result<Vec<(Row, Diff)>, CoordError> {
+        let rows = codecs
+            .rows
+            .encode(batch)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        if codecs.key.is_some() {
+            let keys = codecs.keys_of(batch)?;
+            let existing = self
+                .existing_keys(session, codecs, table.id, &keys, read_time)
+                .await?;
+            let mut seen = HashSet::new();
+            for (i, key) in keys.iter().enumerate() {
+                if existing.contains_key(key) || !seen.insert(key.clone()) {
+                    return Err(CoordError::UniqueViolation {
+                        constraint: format!("{}_pkey", table.name),
+                        detail: codecs.describe_key(batch, i),
+                    });
+                }
+            }
+        }
+        Ok(rows.into_iter().map(|row| (row, 1)).collect())
+    }
+
+    /// INSERT … ON CONFLICT: rows whose key exists are skipped or updated.
+    #[allow(clippy::too_many_arguments)]
+    async fn upsert(
+        &self,
+        session: &Session,
+        codecs: &TableCodecs,
+        table: &Item,
+        batch: &RecordBatch,
+        action: OnConflictAction,
+        read_time: Timestamp,
+        state: &datafusion::execution::context::SessionState,
+    ) -> Result<(Vec<(Row, Diff)>, usize), CoordError> {
+        if codecs.key.is_none() {
+            return Err(CoordError::InvalidStatement(
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification"
+                    .into(),
+            ));
+        }
+        let rows = codecs
+            .rows
+            .encode(batch)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let keys = codecs.keys_of(batch)?;
+        let existing = self
+            .existing_keys(session, codecs, table.id, &keys, read_time)
+            .await?;
+        let mut current: HashMap<Row, Row> = existing;
+        let mut writes: Vec<(Row, Diff)> = Vec::new();
+        let mut affected = 0;
+        for (i, (key, row)) in keys.into_iter().zip(rows).enumerate() {
+            match (current.get(&key).cloned(), &action) {
+                (None, _) => {
+                    writes.push((row.clone(), 1));
+                    current.insert(key, row);
+                    affected += 1;
+                }
+                (Some(_), OnConflictAction::DoNothing) => {}
+                (Some(old), OnConflictAction::DoUpdate(update)) => {
+                    let excluded = batch.slice(i, 1);
+                    let Some(new_row) = crate::copy::apply_conflict_update(
+                        codecs,
+                        &table.name,
+                        &old,
+                        &excluded,
+                        update,
+                        state,
+                    )?
+                    else {
+                        continue;
+                    };
+                    writes.push((old, -1));
+                    writes.push((new_row.clone(), 1));
+                    current.insert(key, new_row);
+                    affected += 1;
+                }
+            }
+        }
+        Ok((writes, affected))
+    }
+
+    /// For each key that exists (committed, or written earlier in this transaction), the row.
+    async fn existing_keys(
+        &self,
+        session: &Session,
+        codecs: &TableCodecs,
+        table: GlobalId,
+        keys: &[Row],
+        read_time: Timestamp,
+    ) -> Result<HashMap<Row, Row>, CoordError> {
+        let mut rows = if keys.len() <= 64 {
+            let mut found = Vec::new();
+            for key in keys.iter().collect::<HashSet<_>>() {
+                found.extend(
+                    self.compute
+                        .peek(table, read_time, PeekFilter::Key(key.clone()))
+                        .await?,
+                );
+            }
+            found
+        } else {
+            self.compute.peek(table, read_time, PeekFilter::All).await?
+        };
+        if let Transaction::Block(block) = &session.transaction {
+            if let Some(pending) = block.writes.tables.get(&table) {
+                rows.extend(pending.iter().cloned());
+                rows = consolidate(rows);
+            }
+        }
+        let rows: Vec<(Row, Diff)> = rows.into_iter().filter(|(_, d)| *d > 0).collect();
+        if rows.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let batch = codecs.decode(&rows)?;
+        let row_keys = codecs.keys_of(&batch)?;
+        Ok(row_keys
+            .into_iter()
+            .zip(rows.into_iter().map(|(r, _)| r))
+            .collect())
+    }
+
+    /// The table an UPDATE changes, and the SELECT finding its rows: the old columns
+    /// followed by the new values of the `(column, expression)` assignments.
+    pub(crate) fn update_query(
+        &self,
+        update: &Update,
+    ) -> Result<(Item, Arc<TableCodecs>, String, Vec<(usize, String)>), CoordError> {
+        let TableFactor::Table { name, alias, .. } = &update.table.relation else {
+            return Err(CoordError::Unsupported("UPDATE of a derived table".into()));
+        };
+        if !update.table.joins.is_empty() || update.from.is_some() || update.returning.is_some() {
+            return Err(CoordError::Unsupported(
+                "UPDATE with FROM, joins or RETURNING".into(),
+            ));
+        }
+        let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        let mut assigned: Vec<(usize, String)> = Vec::new();
+        for assignment in &update.assignments {
+            let AssignmentTarget::ColumnName(column) = &assignment.target else {
+                return Err(CoordError::Unsupported("UPDATE of a column tuple".into()));
+            };
+            let column_name = object_name(column)?;
+            let index = codecs.schema.index_of(&column_name).map_err(|_| {
+                CoordError::UnknownColumn(format!(
+                    "column \"{column_name}\" of relation \"{}\" does not exist",
+                    table.name
+                ))
+            })?;
+            assigned.push((index, assignment.value.to_string()));
+        }
+        let target = match alias {
+            Some(alias) => format!("{name} AS {alias}"),
+            None => name.to_string(),
+        };
+        let qualifier = alias
+            .as_ref()
+            .map(|a| a.name.to_string())
+            .unwrap_or_else(|| name.to_string());
+        let new_values = assigned
+            .iter()
+            .enumerate()
+            .map(|(i, (_, expr))| format!(", ({expr}) AS \"__fluxion_new_{i}\""))
+            .collect::<String>();
+        let selection = update
+            .selection
+            .as_ref()
+            .map(|s| format!(" WHERE {s}"))
+            .unwrap_or_default();
+        let query = format!("SELECT {qualifier}.*{new_values} FROM {target}{selection}");
+        Ok((table, codecs, query, assigned))
+    }
+
+    /// The table a DELETE changes, and the SELECT finding its rows.
+    pub(crate) fn delete_query(
+        &self,
+        delete: &Delete,
+    ) -> Result<(Item, Arc<TableCodecs>, String), CoordError> {
+        let tables = match &delete.from {
+            FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => tables,
+        };
+        let [only] = tables.as_slice() else {
+            return Err(CoordError::Unsupported("DELETE from several tables".into()));
+        };
+        if delete.using.is_some() || delete.returning.is_some() || !only.joins.is_empty() {
+            return Err(CoordError::Unsupported(
+                "DELETE with USING, joins or RETURNING".into(),
+            ));
+        }
+        let TableFactor::Table { name, alias, .. } = &only.relation else {
+            return Err(CoordError::Unsupported(
+                "DELETE from a derived table".into(),
+            ));
+        };
+        let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        let target = match alias {
+            Some(alias) => format!("{name} AS {alias}"),
+            None => name.to_string(),
+        };
+        let qualifier = alias
+            .as_ref()
+            .map(|a| a.name.to_string())
+            .unwrap_or_else(|| name.to_string());
+        let selection = delete
+            .selection
+            .as_ref()
+            .map(|s| format!(" WHERE {s}"))
+            .unwrap_or_default();
+        Ok((
+            table,
+            codecs,
+            format!("SELECT {qualifier}.* FROM {target}{selection}"),
+        ))
+    }
+
+    pub(crate) async fn update(
+        &self,
+        session: &mut Session,
+        update: Update,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let (table, codecs, query, assigned) = self.update_query(&update)?;
+        let _sequencer = self.lock_for_autocommit(session).await;
+        let (read_time, batch) = self.read_for_write(session, &query).await?;
+        let width = codecs.schema.fields().len();
+        let old = batch
+            .project(&(0..width).collect::<Vec<_>>())
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let mut columns: Vec<ArrayRef> = old.columns().to_vec();
+        for (i, (index, _)) in assigned.iter().enumerate() {
+            let value = batch.column(width + i);
+            columns[*index] = cast(value, codecs.schema.field(*index).data_type())
+                .map_err(|e| CoordError::InvalidValue(e.to_string()))?;
+        }
+        let new = RecordBatch::try_new(batch_schema(&codecs.schema), columns)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        check_not_null(&codecs, &new)?;
+        let old_rows = codecs
+            .rows
+            .encode(&old)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let new_rows = codecs
+            .rows
+            .encode(&new)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        if codecs.key.is_some() {
+            self.check_changed_keys(session, &codecs, &table, &old, &new, read_time)
+                .await?;
+        }
+        let count = old_rows.len();
+        let writes = old_rows
+            .into_iter()
+            .map(|r| (r, -1))
+            .chain(new_rows.into_iter().map(|r| (r, 1)))
+            .collect();
+        self.apply_writes(session, table.id, writes, read_time)
+            .await?;
+        Ok(ExecuteResponse::command(format!("UPDATE {count}")))
+    }
+
+    /// An UPDATE that changes primary keys must not collide with other rows or itself.
+    async fn check_changed_keys(
+        &self,
+        session: &Session,
+        codecs: &TableCodecs,
+        table: &Item,
+        old: &RecordBatch,
+        new: &RecordBatch,
+        read_time: Timestamp,
+    ) -> Result<(), CoordError> {
+        let old_keys = codecs.keys_of(old)?;
+        let new_keys = codecs.keys_of(new)?;
+        if old_keys == new_keys {
+            return Ok(());
+        }
+        let vacated: HashSet<&Row> = old_keys.iter().collect();
+        let existing = self
+            .existing_keys(session, codecs, table.id, &new_keys, read_time)
+            .await?;
+        let mut seen = HashSet::new();
+        for (i, key) in new_keys.iter().enumerate() {
+            let taken = existing.contains_key(key) && !vacated.contains(key);
+            if taken || !seen.insert(key.clone()) {
+                return Err(CoordError::UniqueViolation {
+                    constraint: format!("{}_pkey", table.name),
+                    detail: codecs.describe_key(new, i),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn delete(
+        &self,
+        session: &mut Session,
+        delete: Delete,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let (table, codecs, query) = self.delete_query(&delete)?;
+        let _sequencer = self.lock_for_autocommit(session).await;
+        let (read_time, batch) = self.read_for_write(session, &query).await?;
+        let rows = codecs
+            .rows
+            .encode(&batch)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let count = rows.len();
+        let writes = rows.into_iter().map(|r| (r, -1)).collect();
+        self.apply_writes(session, table.id, writes, read_time)
+            .await?;
+        Ok(ExecuteResponse::command(format!("DELETE {count}")))
+    }
+
+    /// Runs the SELECT that finds the rows a write changes; returns the time it read at.
+    async fn read_for_write(
+        &self,
+        session: &Session,
+        query: &str,
+    ) -> Result<(Timestamp, RecordBatch), CoordError> {
+        let mut statements = crate::coordinator::parse(query)?;
+        let statement = statements
+            .pop()
+            .ok_or_else(|| CoordError::Internal("empty rewritten query".into()))?;
+        let context = self.query_context(&pending(session));
+        let plan = self.plan_statement(&context.state, statement).await?;
+        let frame = datafusion::prelude::DataFrame::new(context.state.clone(), plan);
+        let schema = Arc::new(frame.schema().as_arrow().clone());
+        let batches = frame.collect().await?;
+        let batch =
+            concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
+        Ok((context.hold.time(), batch))
+    }
+
+    /// Takes the sequencer for a statement that commits by itself (outside a block).
+    pub(crate) async fn lock_for_autocommit(
+        &self,
+        session: &Session,
+    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match session.transaction {
+            Transaction::Block(_) => None,
+            _ => Some(self.sequencer.lock().await),
+        }
+    }
+
+    /// Commits `writes` now (autocommit, sequencer held) or adds them to the open block.
+    pub(crate) async fn apply_writes(
+        &self,
+        session: &mut Session,
+        table: GlobalId,
+        writes: Vec<(Row, Diff)>,
+        read_time: Timestamp,
+    ) -> Result<(), CoordError> {
+        match &mut session.transaction {
+            Transaction::Block(block) => {
+                block.reads.entry(table).or_insert(read_time);
+                block.writes.tables.entry(table).or_default().extend(writes);
+                Ok(())
+            }
+            _ => {
+                let mut pending = PendingWrites::default();
+                pending.tables.insert(table, writes);
+                let reads = BTreeMap::from([(table, read_time)]);
+                self.commit_writes(pending, &reads).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Makes `writes` durable at a new timestamp and visible. The caller holds the sequencer.
+    pub(crate) async fn commit_writes(
+        &self,
+        writes: PendingWrites,
+        reads: &BTreeMap<GlobalId, Timestamp>,
+    ) -> Result<Option<Timestamp>, CoordError> {
+        {
+            let last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+            for (table, read_time) in reads {
+                if last_write
+                    .get(table)
+                    .is_some_and(|written| written > read_time)
+                {
+                    let name = self
+                        .catalog
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(*table)
+                        .map(|i| i.name.clone())
+                        .unwrap_or_default();
+                    return Err(CoordError::SerializationFailure(name));
+                }
+            }
+        }
+        let mut changes = Vec::new();
+        let mut appends = Vec::new();
+        for (table, rows) in writes.tables {
+            let rows = consolidate(rows);
+            if rows.is_empty() {
+                continue;
+            }
+            let codecs = self
+                .table_codecs
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&table)
+                .cloned()
+                .ok_or_else(|| CoordError::Internal(format!("table {table} was dropped")))?;
+            let batch = codecs.decode(&rows)?;
+            changes.push((
+                table,
+                batch,
+                rows.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
+            ));
+            appends.push((table, codecs.arrangement_pairs(&rows)?));
+        }
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let allocation = self.oracle.allocate();
+        if let Some(high_water) = allocation.persist_high_water {
+            self.durable.advance_timestamp_high_water(high_water)?;
+        }
+        let time = allocation.time;
+        let record = WalRecord {
+            time,
+            changes: changes
+                .into_iter()
+                .map(|(table, rows, diffs)| (table, ChangeBatch { time, rows, diffs }))
+                .collect(),
+        };
+        self.wal.append(record).await?;
+        for (table, pairs) in appends {
+            self.compute.append(table, time, pairs);
+            self.last_write
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(table, time);
+        }
+        self.compute.advance_inputs(time + 1);
+        self.oracle.mark_committed(time);
+        let since = self.holds.earliest().unwrap_or(time).min(time);
+        self.compute.allow_compaction(since);
+        Ok(Some(time))
+    }
+}
+
+/// The session's uncommitted writes (to overlay on snapshots).
+fn pending(session: &Session) -> PendingWrites {
+    match &session.transaction {
+        Transaction::Block(block) => block.writes.clone(),
+        _ => PendingWrites::default(),
+    }
+}
+
+/// The table schema with every column nullable, for batches built before NOT NULL checks.
+fn batch_schema(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(datafusion::arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// One batch in the table's column types.
+pub(crate) fn conform(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<RecordBatch, CoordError> {
+    let relaxed = batch_schema(schema);
+    let mut conformed = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(column.clone())
+                } else {
+                    cast(column, field.data_type())
+                        .map_err(|e| CoordError::InvalidValue(e.to_string()))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        conformed.push(
+            RecordBatch::try_new(relaxed.clone(), columns)
+                .map_err(|e| CoordError::Internal(e.to_string()))?,
+        );
+    }
+    concat_batches(&relaxed, &conformed).map_err(|e| CoordError::Internal(e.to_string()))
+}
+
+/// Rejects NULLs in NOT NULL columns.
+pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Result<(), CoordError> {
+    for (column, field) in batch.columns().iter().zip(codecs.schema.fields()) {
+        if !field.is_nullable() && column.null_count() > 0 {
+            return Err(CoordError::NotNullViolation {
+                column: field.name().clone(),
+                relation: codecs.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,411 @@
+//! One client connection: its session, and the simple-query, extended-query and COPY handlers
+//! that run statements through the coordinator.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use coord::{Coordinator, ExecuteResponse, Notice, Session, Statement, StatementDesc};
+use futures::{stream, Sink, SinkExt};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo,
+    QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME, METADATA_USER};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::data::{NoData, ParameterDescription};
+use pgwire::messages::extendedquery::{Describe, TARGET_TYPE_BYTE_STATEMENT};
+use pgwire::messages::response::{CommandComplete, NoticeResponse};
+use pgwire::messages::PgWireBackendMessage;
+
+use crate::params::{is_binary, parameter_text};
+use crate::rows::{arrow_type_of, data_rows, field_infos, wire_type_of};
+use crate::sqlstate::{error_info, to_pgwire};
+
+/// A statement prepared with Parse: the parsed statement and what Describe reports.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    statement: Statement,
+    desc: StatementDesc,
+}
+
+/// How a statement moves the transaction status.
+enum TransactionEffect {
+    Begin,
+    End,
+    None,
+}
+
+fn transaction_effect(statement: &Statement) -> TransactionEffect {
+    match statement {
+        Statement::StartTransaction { .. } => TransactionEffect::Begin,
+        Statement::Commit { .. }
+        | Statement::Rollback {
+            savepoint: None, ..
+        } => TransactionEffect::End,
+        _ => TransactionEffect::None,
+    }
+}
+
+/// The state of one connection, shared by its handlers.
+pub(crate) struct Connection {
+    coord: Arc<Coordinator>,
+    session: Arc<tokio::sync::Mutex<Option<Session>>>,
+    copy_data: Mutex<Vec<u8>>,
+    parser: Arc<StatementParser>,
+}
+
+impl Connection {
+    pub fn new(coord: Arc<Coordinator>) -> Self {
+        let session = Arc::new(tokio::sync::Mutex::new(None));
+        Self {
+            parser: Arc::new(StatementParser {
+                coord: coord.clone(),
+                session: session.clone(),
+            }),
+            coord,
+            session,
+            copy_data: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// Locks the session, creating it for the connected user on first use.
+async fn lock_session<'a, C: ClientInfo>(
+    coord: &Coordinator,
+    session: &'a tokio::sync::Mutex<Option<Session>>,
+    client: &C,
+) -> tokio::sync::MappedMutexGuard<'a, Session> {
+    let mut guard = session.lock().await;
+    if guard.is_none() {
+        let user = client
+            .metadata()
+            .get(METADATA_USER)
+            .cloned()
+            .unwrap_or_else(|| "fluxion".into());
+        *guard = Some(coord.new_session(&user));
+    }
+    tokio::sync::MutexGuard::map(guard, |s| {
+        s.as_mut().expect("invariant: session created above")
+    })
+}
+
+/// Sends the session's pending notices (warnings such as a second BEGIN).
+async fn send_notices<C>(client: &mut C, notices: Vec<Notice>) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for notice in notices {
+        let info = ErrorInfo::new(notice.severity.into(), notice.code.into(), notice.message);
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
+            .await?;
+    }
+    Ok(())
+}
+
+/// The pgwire response for an executed statement; rows use `format` (text when `None`).
+fn to_response(
+    response: ExecuteResponse,
+    effect: TransactionEffect,
+    format: Option<&Format>,
+) -> PgWireResult<Response> {
+    Ok(match response {
+        ExecuteResponse::Rows { schema, batches } => {
+            let fields = Arc::new(field_infos(&schema, format));
+            let rows = data_rows(fields.clone(), &batches)?;
+            Response::Query(QueryResponse::new(
+                fields,
+                stream::iter(rows.into_iter().map(Ok)),
+            ))
+        }
+        ExecuteResponse::Command(tag) => match effect {
+            TransactionEffect::Begin => Response::TransactionStart(Tag::new(&tag)),
+            TransactionEffect::End => Response::TransactionEnd(Tag::new(&tag)),
+            TransactionEffect::None => Response::Execution(Tag::new(&tag)),
+        },
+        ExecuteResponse::CopyIn { columns, format } => {
+            let code = match format {
+                coord::CopyFormat::Text | coord::CopyFormat::Csv => 0,
+            };
+            Response::CopyIn(CopyResponse::new(code, columns, stream::empty()))
+        }
+        ExecuteResponse::EmptyQuery => Response::EmptyQuery,
+    })
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = coord::parse(query).map_err(|e| to_pgwire(&e))?;
+        if statements.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut responses = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let effect = transaction_effect(&statement);
+            let result = self.coord.execute(&mut session, statement).await;
+            send_notices(client, session.take_notices()).await?;
+            match result {
+                Ok(response) => responses.push(to_response(response, effect, None)?),
+                Err(error) => {
+                    responses.push(Response::Error(Box::new(error_info(&error))));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
+/// Parses and describes statements for the extended protocol.
+pub(crate) struct StatementParser {
+    coord: Arc<Coordinator>,
+    session: Arc<tokio::sync::Mutex<Option<Session>>>,
+}
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = coord::parse(sql).map_err(|e| to_pgwire(&e))?;
+        let statement = match statements.len() {
+            0 => return Ok(None),
+            1 => statements.remove(0),
+            _ => {
+                return Err(to_pgwire(&coord::CoordError::Syntax(
+                    "cannot insert multiple commands into a prepared statement".into(),
+                )))
+            }
+        };
+        let declared: Vec<_> = types
+            .iter()
+            .map(|t| t.as_ref().and_then(arrow_type_of))
+            .collect();
+        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let desc = self
+            .coord
+            .describe(&mut session, &statement, &declared)
+            .await
+            .map_err(|e| to_pgwire(&e))?;
+        Ok(Some(Prepared { statement, desc }))
+    }
+
+    fn get_parameter_types(&self, prepared: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(prepared.desc.parameters.iter().map(wire_type_of).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        prepared: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(prepared
+            .desc
+            .columns
+            .as_ref()
+            .map(|schema| field_infos(schema, format))
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = Prepared;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<StatementParser> {
+        self.parser.clone()
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // A statement with parameters but no result columns must answer NoData, not an
+        // empty RowDescription.
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            if let Some(Entry::Value(statement)) = client.portal_store().get_statement(name) {
+                let described = self.do_describe_statement(client, &statement).await?;
+                if described.fields.is_empty() {
+                    let oids = described.parameters.iter().map(|t| t.oid()).collect();
+                    client
+                        .feed(PgWireBackendMessage::ParameterDescription(
+                            ParameterDescription::new(oids),
+                        ))
+                        .await?;
+                    return Ok(client
+                        .feed(PgWireBackendMessage::NoData(NoData::new()))
+                        .await?);
+                }
+                return send_describe_response(client, &described).await;
+            }
+        }
+        self._on_describe(client, message).await
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        target: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parameters = self.parser.get_parameter_types(&target.statement)?;
+        let fields = self.parser.get_result_schema(&target.statement, None)?;
+        Ok(DescribeStatementResponse::new(parameters, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        target: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let fields = self.parser.get_result_schema(
+            &target.statement.statement,
+            Some(&target.result_column_format),
+        )?;
+        if fields.is_empty() {
+            return Ok(DescribePortalResponse::no_data());
+        }
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = &portal.statement.statement;
+        let mut values = Vec::with_capacity(prepared.desc.parameters.len());
+        for (index, data_type) in prepared.desc.parameters.iter().enumerate() {
+            let value = match portal.parameters.get(index).cloned().flatten() {
+                None => None,
+                Some(bytes) => Some(
+                    parameter_text(
+                        &bytes,
+                        is_binary(&portal.parameter_format, index),
+                        data_type,
+                    )
+                    .map_err(|e| {
+                        PgWireError::UserError(Box::new(ErrorInfo::new(
+                            "ERROR".into(),
+                            "22P02".into(),
+                            e,
+                        )))
+                    })?,
+                ),
+            };
+            values.push((value, data_type.clone()));
+        }
+        let statement =
+            coord::bind_parameters(&prepared.statement, &values).map_err(|e| to_pgwire(&e))?;
+        let effect = transaction_effect(&statement);
+        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let result = self.coord.execute(&mut session, statement).await;
+        send_notices(client, session.take_notices()).await?;
+        let response = result.map_err(|e| to_pgwire(&e))?;
+        to_response(response, effect, Some(&portal.result_column_format))
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.copy_data
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(&copy_data.data);
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let data = std::mem::take(&mut *self.copy_data.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let result = self.coord.finish_copy(&mut session, &data).await;
+        if result.is_err() {
+            session.fail_transaction();
+        }
+        let rows = result.map_err(|e| to_pgwire(&e))?;
+        let tag: CommandComplete = Tag::new("COPY").with_rows(rows as usize).into();
+        client
+            .send(PgWireBackendMessage::CommandComplete(tag))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.copy_data
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        let mut session = lock_session(&self.coord, &self.session, client).await;
+        session.abandon_copy();
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "57014".into(),
+            format!("COPY from stdin failed: {}", fail.message),
+        )))
+    }
+}

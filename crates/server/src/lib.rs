@@ -1,0 +1,100 @@
+//! The server: Postgres wire protocol in front of the coordinator.
+//!
+//! Accepts connections, runs startup (trust authentication, ParameterStatus, BackendKeyData),
+//! then hands simple-query, extended-query and COPY messages of each connection to its
+//! [`connection::Connection`]. Arrow results become DataRows in text or binary format;
+//! coordinator errors become ErrorResponses with their SQLSTATE (chosen in [`sqlstate`]).
+//! This crate knows nothing of planning, dataflows or storage.
+
+mod connection;
+mod params;
+mod rows;
+mod sqlstate;
+mod startup;
+mod values;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use coord::Coordinator;
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::{ConnectionManager, PgWireServerHandlers};
+use tokio::net::TcpListener;
+
+use connection::Connection;
+use startup::TrustStartup;
+
+/// The handlers of one connection.
+struct ConnectionHandlers {
+    connection: Arc<Connection>,
+    startup: Arc<TrustStartup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.connection.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.connection.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.cancel.clone()
+    }
+}
+
+/// Binds the Postgres listener.
+pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(address).await
+}
+
+/// Serves Postgres connections on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    coord: Arc<Coordinator>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let connections = Arc::new(ConnectionManager::new());
+    let startup = Arc::new(TrustStartup::new(connections.clone()));
+    let cancel = Arc::new(DefaultCancelHandler::new(connections));
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let (socket, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let handlers = Arc::new(ConnectionHandlers {
+            connection: Arc::new(Connection::new(coord.clone())),
+            startup: startup.clone(),
+            cancel: cancel.clone(),
+        });
+        tokio::spawn(async move {
+            tracing::debug!(%peer, "connection opened");
+            if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+            tracing::debug!(%peer, "connection closed");
+        });
+    }
+}

@@ -1,0 +1,91 @@
+//! Result sets on the wire: row descriptions from Arrow schemas, data rows from batches.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Field, SchemaRef};
+use pgwire::api::portal::Format;
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
+use pgwire::api::Type;
+use pgwire::error::PgWireResult;
+use pgwire::messages::data::DataRow;
+use repr::pg_type::{pg_type_of_field, PgType};
+
+use crate::values::Cell;
+
+/// The pgwire type with this Postgres type's oid.
+pub(crate) fn wire_type(pg: PgType) -> Type {
+    Type::from_oid(pg.oid).unwrap_or(Type::TEXT)
+}
+
+/// The Postgres type clients see for an Arrow type.
+pub(crate) fn wire_type_of(data_type: &DataType) -> Type {
+    wire_type(repr::pg_type::pg_type_of(data_type))
+}
+
+/// The Arrow type a parameter of this Postgres type binds as.
+pub(crate) fn arrow_type_of(ty: &Type) -> Option<DataType> {
+    use arrow::datatypes::{IntervalUnit, TimeUnit};
+    Some(match *ty {
+        Type::BOOL => DataType::Boolean,
+        Type::INT2 => DataType::Int16,
+        Type::INT4 => DataType::Int32,
+        Type::INT8 => DataType::Int64,
+        Type::FLOAT4 => DataType::Float32,
+        Type::FLOAT8 => DataType::Float64,
+        Type::NUMERIC => DataType::Decimal128(38, 10),
+        Type::TEXT
+        | Type::VARCHAR
+        | Type::BPCHAR
+        | Type::NAME
+        | Type::JSON
+        | Type::JSONB
+        | Type::UUID => DataType::Utf8,
+        Type::BYTEA => DataType::Binary,
+        Type::DATE => DataType::Date32,
+        Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
+        Type::TIMESTAMPTZ => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
+        Type::INTERVAL => DataType::Interval(IntervalUnit::MonthDayNano),
+        _ => return None,
+    })
+}
+
+fn field_info(field: &Field, format: FieldFormat) -> FieldInfo {
+    let pg = pg_type_of_field(field);
+    FieldInfo::new(field.name().clone(), None, None, wire_type(pg), format).with_type_size(pg.len)
+}
+
+/// The row description of `schema`, with per-column formats from `format` (text if `None`).
+pub(crate) fn field_infos(schema: &SchemaRef, format: Option<&Format>) -> Vec<FieldInfo> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let column_format = match format {
+                Some(Format::Individual(codes)) if codes.len() <= i => FieldFormat::Text,
+                Some(format) => format.format_for(i),
+                None => FieldFormat::Text,
+            };
+            field_info(f, column_format)
+        })
+        .collect()
+}
+
+/// Encodes every row of `batches` as DataRow messages.
+pub(crate) fn data_rows(
+    fields: Arc<Vec<FieldInfo>>,
+    batches: &[RecordBatch],
+) -> PgWireResult<Vec<DataRow>> {
+    let mut encoder = DataRowEncoder::new(fields);
+    let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+    for batch in batches {
+        for row in 0..batch.num_rows() {
+            for column in batch.columns() {
+                encoder.encode_field(&Cell { array: column, row })?;
+            }
+            rows.push(encoder.take_row());
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,59 @@
+//! Coordinator errors as Postgres ErrorResponses: the one place SQLSTATE codes are chosen.
+
+use coord::CoordError;
+use pgwire::error::{ErrorInfo, PgWireError};
+
+/// The SQLSTATE of an error.
+pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
+    match error {
+        CoordError::Syntax(_) => "42601",
+        CoordError::UnknownObject {
+            kind: "relation", ..
+        } => "42P01",
+        CoordError::UnknownObject { kind: "type", .. } => "42704",
+        CoordError::UnknownObject { kind: "schema", .. } => "3F000",
+        CoordError::UnknownObject { .. } => "42704",
+        CoordError::UnknownColumn(_) => "42703",
+        CoordError::AmbiguousColumn(_) => "42702",
+        CoordError::UnknownFunction(_) => "42883",
+        CoordError::DuplicateObject { .. } => "42P07",
+        CoordError::DuplicateColumn(_) => "42701",
+        CoordError::WrongObjectType { .. } => "42809",
+        CoordError::DependentObjects { .. } => "2BP01",
+        CoordError::UniqueViolation { .. } => "23505",
+        CoordError::NotNullViolation { .. } => "23502",
+        CoordError::DivisionByZero => "22012",
+        CoordError::InvalidValue(_) => "22P02",
+        CoordError::OutOfRange(_) => "22003",
+        CoordError::TypeMismatch(_) => "42804",
+        CoordError::GroupingError(_) => "42803",
+        CoordError::CardinalityViolation(_) => "21000",
+        CoordError::Unsupported(_) | CoordError::NotIncremental(_) => "0A000",
+        CoordError::InFailedTransaction => "25P02",
+        CoordError::InTransactionBlock(_) => "25001",
+        CoordError::SerializationFailure(_) => "40001",
+        CoordError::InvalidStatement(_) => "42000",
+        CoordError::Storage(_) => "58030",
+        CoordError::Internal(_) => "XX000",
+    }
+}
+
+/// The ErrorResponse for an error.
+pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
+    let mut info = ErrorInfo::new("ERROR".into(), sqlstate(error).into(), error.to_string());
+    match error {
+        CoordError::UniqueViolation { detail, .. } => info.detail = Some(detail.clone()),
+        CoordError::DependentObjects { dependents, .. } => {
+            info.detail = Some(dependents.join("\n"));
+            info.hint = Some("Use DROP ... CASCADE to drop the dependent objects too.".into());
+        }
+        CoordError::WrongObjectType { hint, .. } => info.hint = hint.clone(),
+        _ => {}
+    }
+    info
+}
+
+/// The error as a pgwire error (an ERROR, never FATAL: the connection stays usable).
+pub(crate) fn to_pgwire(error: &CoordError) -> PgWireError {
+    PgWireError::UserError(Box::new(error_info(error)))
+}

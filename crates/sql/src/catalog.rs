@@ -1,0 +1,210 @@
+//! Catalog objects as DataFusion sees them.
+//!
+//! Every table, materialized view and index-backed object is a [`RelationTable`]: a schema
+//! for planning, and a scan that reads a consistent snapshot through the [`SnapshotReader`]
+//! the caller put into the session for this one query (so all relations of a query are read
+//! at the same time). Equality filters on an arrangement's key columns turn a scan into a
+//! point lookup.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::{Constraint, Constraints, ScalarValue};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::TableType;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use repr::{GlobalId, RelationDesc};
+
+/// An arrangement of a relation by some of its columns, usable for point lookups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyedArrangement {
+    /// The arrangement's id (the relation itself, or an index on it).
+    pub arrangement: GlobalId,
+    /// The relation's columns forming the key, in key order.
+    pub columns: Vec<usize>,
+}
+
+/// A point lookup: the arrangement to search and the key values, in key order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyLookup {
+    /// Where to look.
+    pub arrangement: KeyedArrangement,
+    /// The key's values, cast to the key columns' types.
+    pub values: Vec<ScalarValue>,
+}
+
+/// Reads snapshots of relations for one query, all at the same time.
+#[async_trait]
+pub trait SnapshotReader: Send + Sync + fmt::Debug {
+    /// The rows of `relation`, or only those matching `lookup`.
+    async fn read(
+        &self,
+        relation: &RelationTable,
+        lookup: Option<KeyLookup>,
+    ) -> Result<Vec<RecordBatch>>;
+}
+
+/// The per-query session extension through which scans reach a [`SnapshotReader`].
+#[derive(Debug)]
+pub struct SnapshotContext(pub Arc<dyn SnapshotReader>);
+
+/// A table, materialized view or source as a DataFusion table.
+#[derive(Debug)]
+pub struct RelationTable {
+    /// The catalog id; also the id of the relation's primary arrangement.
+    pub id: GlobalId,
+    /// The qualified name, for messages.
+    pub name: String,
+    /// Columns and primary key.
+    pub desc: RelationDesc,
+    /// Arrangements that can answer point lookups.
+    pub lookups: Vec<KeyedArrangement>,
+    /// Column defaults for INSERT.
+    pub defaults: HashMap<String, Expr>,
+    constraints: Constraints,
+}
+
+impl RelationTable {
+    /// A relation with the given description.
+    pub fn new(id: GlobalId, name: String, desc: RelationDesc) -> Self {
+        let constraints = match &desc.primary_key {
+            Some(key) => Constraints::new_unverified(vec![Constraint::PrimaryKey(key.clone())]),
+            None => Constraints::default(),
+        };
+        Self {
+            id,
+            name,
+            desc,
+            lookups: Vec::new(),
+            defaults: HashMap::new(),
+            constraints,
+        }
+    }
+
+    /// The lookup that equality `filters` allow, if any arrangement's whole key is pinned.
+    pub fn lookup_for(&self, filters: &[Expr]) -> Option<KeyLookup> {
+        let pinned = pinned_columns(filters, &self.desc.schema);
+        self.lookups.iter().find_map(|arrangement| {
+            let values = arrangement
+                .columns
+                .iter()
+                .map(|c| {
+                    let value = pinned.get(c)?;
+                    value.cast_to(self.desc.schema.field(*c).data_type()).ok()
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some(KeyLookup {
+                arrangement: arrangement.clone(),
+                values,
+            })
+        })
+    }
+}
+
+/// Columns that `column = literal` filters pin to a value.
+fn pinned_columns(filters: &[Expr], schema: &SchemaRef) -> HashMap<usize, ScalarValue> {
+    let mut pinned = HashMap::new();
+    for filter in filters {
+        collect_pins(filter, schema, &mut pinned);
+    }
+    pinned
+}
+
+fn collect_pins(filter: &Expr, schema: &SchemaRef, pinned: &mut HashMap<usize, ScalarValue>) {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = filter else {
+        return;
+    };
+    match op {
+        Operator::And => {
+            collect_pins(left, schema, pinned);
+            collect_pins(right, schema, pinned);
+        }
+        Operator::Eq => {
+            let (column, value) = match (strip_cast(left), strip_cast(right)) {
+                (Expr::Column(c), Expr::Literal(v, _)) | (Expr::Literal(v, _), Expr::Column(c)) => {
+                    (c, v)
+                }
+                _ => return,
+            };
+            if value.is_null() {
+                return;
+            }
+            if let Ok(index) = schema.index_of(&column.name) {
+                pinned.insert(index, value.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+fn strip_cast(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Cast(cast) => strip_cast(&cast.expr),
+        other => other,
+    }
+}
+
+#[async_trait]
+impl TableProvider for RelationTable {
+    fn schema(&self) -> SchemaRef {
+        self.desc.schema.clone()
+    }
+
+    fn constraints(&self) -> Option<&Constraints> {
+        Some(&self.constraints)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn get_column_default(&self, column: &str) -> Option<&Expr> {
+        self.defaults.get(column)
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let reader = state
+            .config()
+            .get_extension::<SnapshotContext>()
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!("relation \"{}\" cannot be read here", self.name))
+            })?;
+        let batches = reader.0.read(self, self.lookup_for(filters)).await?;
+        let schema = batches
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| self.desc.schema.clone());
+        Ok(MemorySourceConfig::try_new_exec(
+            &[batches],
+            schema,
+            projection.cloned(),
+        )?)
+    }
+}
+
+/// The [`RelationTable`] behind a DataFusion table provider, if it is one.
+pub fn as_relation(provider: &dyn TableProvider) -> Option<&RelationTable> {
+    let any: &dyn Any = provider;
+    any.downcast_ref::<RelationTable>()
+}

@@ -1,0 +1,121 @@
+//! EXPLAIN text for dataflow plans: one operator per line, inputs indented below.
+
+use std::fmt::Write;
+
+use crate::plan::{Plan, SortColumn};
+
+/// The plan as indented text.
+pub fn explain(plan: &Plan) -> String {
+    let mut out = String::new();
+    write_plan(plan, 0, &mut out);
+    out
+}
+
+fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    let columns = |plan: &Plan| {
+        plan.schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = match plan {
+        Plan::Get { id, .. } => writeln!(out, "{pad}Get {id} [{}]", columns(plan)),
+        Plan::Constant { rows, .. } => writeln!(out, "{pad}Constant ({} rows)", rows.len()),
+        Plan::Map {
+            predicate,
+            projection,
+            ..
+        } => {
+            let _ = match predicate {
+                Some(p) => writeln!(out, "{pad}Filter {p}"),
+                None => Ok(()),
+            };
+            let exprs = projection
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            writeln!(out, "{pad}Map [{exprs}]")
+        }
+        Plan::Join {
+            kind,
+            left_key,
+            right_key,
+            filter,
+            ..
+        } => {
+            let keys = left_key
+                .iter()
+                .zip(right_key)
+                .map(|(l, r)| format!("{l} = {r}"))
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            let filter = filter
+                .as_ref()
+                .map(|f| format!(" filter {f}"))
+                .unwrap_or_default();
+            writeln!(out, "{pad}Join {kind:?} on [{keys}]{filter}")
+        }
+        Plan::Reduce {
+            group_len,
+            aggregates,
+            ..
+        } => {
+            let aggregates = aggregates
+                .iter()
+                .map(|a| {
+                    let distinct = if a.distinct { "DISTINCT " } else { "" };
+                    let arg = a.arg.map(|c| format!("#{c}")).unwrap_or_else(|| "*".into());
+                    format!("{:?}({distinct}{arg})", a.func)
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            writeln!(
+                out,
+                "{pad}Reduce group by {group_len} columns: {aggregates}"
+            )
+        }
+        Plan::Distinct { .. } => writeln!(out, "{pad}Distinct"),
+        Plan::Union { inputs, .. } => writeln!(out, "{pad}Union ({} inputs)", inputs.len()),
+        Plan::TopK {
+            group_by,
+            order_by,
+            offset,
+            limit,
+            ..
+        } => writeln!(
+            out,
+            "{pad}TopK group by {group_by:?} order by [{}] offset {offset} limit {}",
+            order_by
+                .iter()
+                .map(sort_column)
+                .collect::<Vec<_>>()
+                .join(", "),
+            limit.map(|l| l.to_string()).unwrap_or_else(|| "ALL".into())
+        ),
+    };
+    match plan {
+        Plan::Get { .. } | Plan::Constant { .. } => {}
+        Plan::Map { input, .. }
+        | Plan::Reduce { input, .. }
+        | Plan::Distinct { input }
+        | Plan::TopK { input, .. } => write_plan(input, depth + 1, out),
+        Plan::Join { left, right, .. } => {
+            write_plan(left, depth + 1, out);
+            write_plan(right, depth + 1, out);
+        }
+        Plan::Union { inputs, .. } => inputs.iter().for_each(|i| write_plan(i, depth + 1, out)),
+    }
+}
+
+fn sort_column(c: &SortColumn) -> String {
+    format!(
+        "#{} {}{}",
+        c.column,
+        if c.descending { "DESC" } else { "ASC" },
+        if c.nulls_first { " NULLS FIRST" } else { "" }
+    )
+}

@@ -1,0 +1,95 @@
+//! Lowering joins: every DataFusion join type onto [`JoinKind`]s, swapping sides for the
+//! right-hand variants.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::common::{DFSchema, ExprSchema, JoinType, NullEquality};
+use datafusion::logical_expr::{Expr, ExprSchemable, Join};
+
+use super::{arrow_schema, Lowerer};
+use crate::plan::{JoinKind, Plan};
+use crate::SqlError;
+
+impl Lowerer<'_> {
+    pub(super) fn lower_join(&self, join: &Join) -> Result<Plan, SqlError> {
+        let (kind, swap) = match join.join_type {
+            JoinType::Inner => (JoinKind::Inner, false),
+            JoinType::Left => (JoinKind::LeftOuter, false),
+            JoinType::Right => (JoinKind::RightOuter, false),
+            JoinType::Full => (JoinKind::FullOuter, false),
+            JoinType::LeftSemi => (JoinKind::LeftSemi, false),
+            JoinType::RightSemi => (JoinKind::LeftSemi, true),
+            JoinType::LeftAnti if join.null_aware => (JoinKind::LeftAntiNullAware, false),
+            JoinType::LeftAnti => (JoinKind::LeftAnti, false),
+            JoinType::RightAnti => (JoinKind::LeftAnti, true),
+            JoinType::LeftMark | JoinType::RightMark => {
+                return Err(SqlError::not_incremental(
+                    "EXISTS or IN inside OR",
+                    "rewrite the condition as a UNION of the alternatives",
+                ))
+            }
+        };
+        if kind == JoinKind::LeftAntiNullAware && join.filter.is_some() {
+            return Err(SqlError::not_incremental(
+                "correlated NOT IN",
+                "use NOT EXISTS, which has no NULL surprises",
+            ));
+        }
+        let (left, right) = if swap {
+            (&join.right, &join.left)
+        } else {
+            (&join.left, &join.right)
+        };
+        let (left_exprs, right_exprs): (Vec<Expr>, Vec<Expr>) = join
+            .on
+            .iter()
+            .map(|(l, r)| {
+                if swap {
+                    (r.clone(), l.clone())
+                } else {
+                    (l.clone(), r.clone())
+                }
+            })
+            .unzip();
+        let left_schema = left.schema();
+        let right_schema = right.schema();
+        let key_fields = left_exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let data_type = e.get_type(left_schema.as_ref())?;
+                Ok(Field::new(format!("key{i}"), data_type, true))
+            })
+            .collect::<Result<Vec<_>, datafusion::error::DataFusionError>>()?;
+        // Right keys are compared as the left keys' types.
+        let right_exprs = right_exprs
+            .into_iter()
+            .zip(&key_fields)
+            .map(|(e, field)| {
+                if &e.get_type(right_schema.as_ref() as &dyn ExprSchema)? == field.data_type() {
+                    Ok(e)
+                } else {
+                    e.cast_to(field.data_type(), right_schema.as_ref())
+                }
+            })
+            .collect::<Result<Vec<_>, datafusion::error::DataFusionError>>()?;
+        let pair_schema: DFSchema = left_schema.join(right_schema)?;
+        let filter = join
+            .filter
+            .as_ref()
+            .map(|f| self.physical(f, &pair_schema))
+            .transpose()?;
+        Ok(Plan::Join {
+            left: Box::new(self.lower(left)?),
+            right: Box::new(self.lower(right)?),
+            kind,
+            left_key: self.physical_all(&left_exprs, left_schema)?,
+            right_key: self.physical_all(&right_exprs, right_schema)?,
+            key_schema: Arc::new(Schema::new(key_fields)),
+            filter,
+            nulls_equal: join.null_equality == NullEquality::NullEqualsNull,
+            schema: arrow_schema(&join.schema),
+        })
+    }
+}

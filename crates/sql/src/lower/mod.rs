@@ -1,0 +1,354 @@
+//! Lowering: DataFusion's optimized `LogicalPlan` into a dataflow [`Plan`].
+//!
+//! Each logical operator maps onto incremental operators whose results, at every time, equal
+//! what the logical operator would compute from scratch over the inputs at that time. Scalar
+//! expressions are compiled once here into DataFusion physical expressions against the
+//! schema of the rows they will see. Anything without an incremental counterpart is refused
+//! with an error naming the construct, never recomputed silently.
+
+mod aggregate;
+mod join;
+mod sort;
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DFSchema, DFSchemaRef};
+use datafusion::datasource::source_as_provider;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{Distinct, Expr, LogicalPlan, Projection, TableScan};
+use repr::RowCodec;
+
+use crate::catalog::as_relation;
+use crate::plan::{Plan, ScalarExpr};
+use crate::SqlError;
+
+/// Functions whose value depends on when they run: a view using them cannot be maintained by
+/// reacting to changes of its inputs alone.
+const TIME_DEPENDENT_FUNCTIONS: &[&str] = &[
+    "now",
+    "current_timestamp",
+    "current_date",
+    "current_time",
+    "localtimestamp",
+    "localtime",
+    "random",
+    "uuid",
+];
+
+/// Lowers an analyzed (not yet optimized) logical plan: it is checked for constructs that
+/// cannot be maintained, optimized by `state`, and lowered.
+pub fn lower(state: &SessionState, plan: &LogicalPlan) -> Result<Plan, SqlError> {
+    reject_time_dependent_functions(plan)?;
+    let optimized = state.optimize(plan)?;
+    Lowerer { state }.lower(&optimized)
+}
+
+fn reject_time_dependent_functions(plan: &LogicalPlan) -> Result<(), SqlError> {
+    let mut found = None;
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                if let Expr::ScalarFunction(ScalarFunction { func, .. }) = e {
+                    if TIME_DEPENDENT_FUNCTIONS.contains(&func.name()) {
+                        found = Some(func.name().to_string());
+                        return Ok(TreeNodeRecursion::Stop);
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    match found {
+        Some(name) => Err(SqlError::not_incremental(
+            format!("{name}()"),
+            "its value changes with the clock, not with the view's inputs",
+        )),
+        None => Ok(()),
+    }
+}
+
+pub(crate) struct Lowerer<'a> {
+    state: &'a SessionState,
+}
+
+impl Lowerer<'_> {
+    fn lower(&self, plan: &LogicalPlan) -> Result<Plan, SqlError> {
+        match plan {
+            LogicalPlan::Projection(Projection {
+                expr,
+                input,
+                schema,
+                ..
+            }) => {
+                let (input_plan, predicate) = match input.as_ref() {
+                    LogicalPlan::Filter(filter) => (
+                        self.lower(&filter.input)?,
+                        Some(self.physical(&filter.predicate, filter.input.schema())?),
+                    ),
+                    other => (self.lower(other)?, None),
+                };
+                let input_schema = match input.as_ref() {
+                    LogicalPlan::Filter(filter) => filter.input.schema(),
+                    other => other.schema(),
+                };
+                Ok(Plan::Map {
+                    input: Box::new(input_plan),
+                    predicate,
+                    projection: self.physical_all(expr, input_schema)?,
+                    schema: arrow_schema(schema),
+                })
+            }
+            LogicalPlan::Filter(filter) => {
+                let input = self.lower(&filter.input)?;
+                let predicate = self.physical(&filter.predicate, filter.input.schema())?;
+                Ok(self.filter(input, filter.input.schema(), predicate)?)
+            }
+            LogicalPlan::TableScan(scan) => self.lower_scan(scan),
+            LogicalPlan::SubqueryAlias(alias) => {
+                let input = self.lower(&alias.input)?;
+                Ok(with_schema(input, arrow_schema(&alias.schema)))
+            }
+            LogicalPlan::Repartition(repartition) => self.lower(&repartition.input),
+            LogicalPlan::Join(join) => self.lower_join(join),
+            LogicalPlan::Aggregate(aggregate) => self.lower_aggregate(aggregate),
+            LogicalPlan::Distinct(Distinct::All(input)) => Ok(Plan::Distinct {
+                input: Box::new(self.lower(input)?),
+            }),
+            LogicalPlan::Distinct(Distinct::On(_)) => Err(SqlError::not_incremental(
+                "DISTINCT ON",
+                "use ROW_NUMBER() or ORDER BY … LIMIT per group instead",
+            )),
+            LogicalPlan::Union(union) => Ok(Plan::Union {
+                inputs: union
+                    .inputs
+                    .iter()
+                    .map(|i| self.lower(i))
+                    .collect::<Result<_, _>>()?,
+                schema: arrow_schema(&union.schema),
+            }),
+            LogicalPlan::Sort(sort) => self.lower_sort(sort, 0, sort.fetch),
+            LogicalPlan::Limit(limit) => self.lower_limit(limit),
+            LogicalPlan::EmptyRelation(empty) => Ok(Plan::Constant {
+                rows: if empty.produce_one_row {
+                    vec![(repr::Row::default(), 1)]
+                } else {
+                    Vec::new()
+                },
+                schema: arrow_schema(&empty.schema),
+            }),
+            LogicalPlan::Values(values) => self.lower_values(&values.values, &values.schema),
+            LogicalPlan::Window(_) => Err(SqlError::not_incremental(
+                "window functions (OVER)",
+                "not maintained incrementally yet",
+            )),
+            LogicalPlan::Unnest(_) => Err(SqlError::not_incremental(
+                "UNNEST",
+                "not maintained incrementally yet",
+            )),
+            LogicalPlan::RecursiveQuery(_) => Err(SqlError::not_incremental(
+                "WITH RECURSIVE",
+                "not maintained incrementally yet",
+            )),
+            LogicalPlan::Subquery(_) => Err(SqlError::not_incremental(
+                "this subquery",
+                "it could not be turned into a join",
+            )),
+            other => Err(SqlError::not_incremental(
+                format!("{}", other.display()),
+                "it is not a query over relations",
+            )),
+        }
+    }
+
+    fn lower_scan(&self, scan: &TableScan) -> Result<Plan, SqlError> {
+        let provider = source_as_provider(&scan.source)?;
+        let relation = as_relation(provider.as_ref()).ok_or_else(|| {
+            SqlError::not_incremental(
+                format!("relation \"{}\"", scan.table_name),
+                "it is not a table, source or materialized view",
+            )
+        })?;
+        let full_schema = provider.schema();
+        let mut plan = Plan::Get {
+            id: relation.id,
+            schema: full_schema.clone(),
+        };
+        let full_df_schema =
+            DFSchema::try_from_qualified_schema(scan.table_name.clone(), &full_schema)?;
+        if let Some(predicate) = scan.filters.iter().cloned().reduce(|a, b| a.and(b)) {
+            let predicate = self.physical(&predicate, &full_df_schema)?;
+            plan = self.filter(plan, &full_df_schema, predicate)?;
+        }
+        if let Some(projection) = &scan.projection {
+            let columns = projection
+                .iter()
+                .map(|&i| Expr::Column(full_df_schema.columns()[i].clone()))
+                .collect::<Vec<_>>();
+            plan = Plan::Map {
+                input: Box::new(plan),
+                predicate: None,
+                projection: self.physical_all(&columns, &full_df_schema)?,
+                schema: arrow_schema(&scan.projected_schema),
+            };
+        }
+        let plan = with_schema(plan, arrow_schema(&scan.projected_schema));
+        Ok(match scan.fetch {
+            Some(limit) => Plan::TopK {
+                input: Box::new(plan),
+                group_by: Vec::new(),
+                order_by: Vec::new(),
+                offset: 0,
+                limit: Some(limit),
+            },
+            None => plan,
+        })
+    }
+
+    fn lower_values(&self, rows: &[Vec<Expr>], schema: &DFSchemaRef) -> Result<Plan, SqlError> {
+        let arrow = arrow_schema(schema);
+        let codec =
+            RowCodec::new(arrow.clone()).map_err(|e| SqlError::Unsupported(e.to_string()))?;
+        let empty = DFSchema::empty();
+        let one_row = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        let mut encoded = Vec::with_capacity(rows.len());
+        for row in rows {
+            let columns = row
+                .iter()
+                .zip(arrow.fields())
+                .map(|(expr, field)| {
+                    let value = self
+                        .physical(expr, &empty)?
+                        .evaluate(&one_row)?
+                        .into_array(1)?;
+                    Ok(datafusion::arrow::compute::cast(&value, field.data_type())
+                        .map_err(datafusion::error::DataFusionError::from)?)
+                })
+                .collect::<Result<Vec<ArrayRef>, SqlError>>()?;
+            let row = codec
+                .encode_columns(&columns, 1)
+                .map_err(|e| SqlError::Unsupported(e.to_string()))?;
+            encoded.extend(row.into_iter().map(|r| (r, 1)));
+        }
+        Ok(Plan::Constant {
+            rows: encoded,
+            schema: arrow,
+        })
+    }
+
+    /// `input` restricted to rows where `predicate` holds.
+    fn filter(
+        &self,
+        input: Plan,
+        schema: &DFSchema,
+        predicate: ScalarExpr,
+    ) -> Result<Plan, SqlError> {
+        let identity = schema
+            .columns()
+            .into_iter()
+            .map(Expr::Column)
+            .collect::<Vec<_>>();
+        Ok(Plan::Map {
+            projection: self.physical_all(&identity, schema)?,
+            schema: input.schema().clone(),
+            input: Box::new(input),
+            predicate: Some(predicate),
+        })
+    }
+
+    /// Compiles `expr` against rows of `schema`.
+    pub(crate) fn physical(&self, expr: &Expr, schema: &DFSchema) -> Result<ScalarExpr, SqlError> {
+        Ok(self.state.create_physical_expr(expr.clone(), schema)?)
+    }
+
+    pub(crate) fn physical_all(
+        &self,
+        exprs: &[Expr],
+        schema: &DFSchema,
+    ) -> Result<Vec<ScalarExpr>, SqlError> {
+        exprs.iter().map(|e| self.physical(e, schema)).collect()
+    }
+}
+
+/// The Arrow schema of a DataFusion schema.
+pub(crate) fn arrow_schema(schema: &DFSchemaRef) -> SchemaRef {
+    schema.inner().clone()
+}
+
+/// The same rows under another schema (new names or qualifiers, same types).
+fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
+    match plan {
+        Plan::Get { id, .. } => Plan::Get { id, schema },
+        Plan::Constant { rows, .. } => Plan::Constant { rows, schema },
+        Plan::Map {
+            input,
+            predicate,
+            projection,
+            ..
+        } => Plan::Map {
+            input,
+            predicate,
+            projection,
+            schema,
+        },
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_key,
+            right_key,
+            key_schema,
+            filter,
+            nulls_equal,
+            ..
+        } => Plan::Join {
+            left,
+            right,
+            kind,
+            left_key,
+            right_key,
+            key_schema,
+            filter,
+            nulls_equal,
+            schema,
+        },
+        Plan::Reduce {
+            input,
+            group_len,
+            aggregates,
+            is_global,
+            ..
+        } => Plan::Reduce {
+            input,
+            group_len,
+            aggregates,
+            is_global,
+            schema,
+        },
+        Plan::Union { inputs, .. } => Plan::Union { inputs, schema },
+        Plan::Distinct { input } => Plan::Distinct {
+            input: Box::new(with_schema(*input, schema)),
+        },
+        Plan::TopK {
+            input,
+            group_by,
+            order_by,
+            offset,
+            limit,
+        } => Plan::TopK {
+            input: Box::new(with_schema(*input, schema)),
+            group_by,
+            order_by,
+            offset,
+            limit,
+        },
+    }
+}

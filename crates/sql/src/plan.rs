@@ -1,0 +1,246 @@
+//! The dataflow plan: what `sql` lowers a query into and `compute` renders.
+//!
+//! A plan is a small tree of incremental operators over collections of `(row, time, diff)`
+//! updates. Every node knows the Arrow schema of the rows it produces; scalar work is carried
+//! as DataFusion physical expressions bound to the schema of the node's input, evaluated a
+//! batch at a time. Plans are plain data: they print (see [`crate::explain`]) and compare in
+//! tests, and carry no state.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::physical_expr::PhysicalExpr;
+use repr::{Diff, GlobalId, Row};
+
+use datafusion::arrow;
+
+/// A scalar expression evaluated over the columns of an operator's input.
+pub type ScalarExpr = Arc<dyn PhysicalExpr>;
+
+/// An incremental operator tree producing one collection.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// The contents of an arranged collection (a table, materialized view or index).
+    Get {
+        /// The arranged collection to read.
+        id: GlobalId,
+        /// Its row schema.
+        schema: SchemaRef,
+    },
+    /// A fixed collection, present from the beginning of time.
+    Constant {
+        /// The rows and their multiplicities.
+        rows: Vec<(Row, Diff)>,
+        /// The row schema.
+        schema: SchemaRef,
+    },
+    /// Keeps rows whose predicate is true, then computes one expression per output column.
+    Map {
+        /// The input collection.
+        input: Box<Plan>,
+        /// Rows where this is false or NULL are dropped.
+        predicate: Option<ScalarExpr>,
+        /// One expression per output column, over the input's columns.
+        projection: Vec<ScalarExpr>,
+        /// The output schema.
+        schema: SchemaRef,
+    },
+    /// An equi-join of two collections (keys may be empty: a cross join).
+    Join {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Which rows survive and how unmatched rows are padded.
+        kind: JoinKind,
+        /// Key expressions over the left input's columns.
+        left_key: Vec<ScalarExpr>,
+        /// Key expressions over the right input's columns, pairwise comparable with `left_key`.
+        right_key: Vec<ScalarExpr>,
+        /// The schema of encoded keys (the left key's types).
+        key_schema: SchemaRef,
+        /// An extra condition over the concatenated `left ++ right` columns that a match must
+        /// also satisfy.
+        filter: Option<ScalarExpr>,
+        /// Whether NULL keys match each other (set operations) or nothing (SQL `=`).
+        nulls_equal: bool,
+        /// The output schema: `left ++ right` for inner and outer joins, `left` for semi and
+        /// anti joins.
+        schema: SchemaRef,
+    },
+    /// Groups by the first `group_len` input columns and computes aggregates over the rest.
+    Reduce {
+        /// The input, whose columns are `group columns ++ aggregate arguments`.
+        input: Box<Plan>,
+        /// How many leading input columns form the group key.
+        group_len: usize,
+        /// The aggregates, each reading argument columns of the input.
+        aggregates: Vec<AggregateExpr>,
+        /// No GROUP BY: the result is one row even when the input is empty.
+        is_global: bool,
+        /// Output schema: `group columns ++ one column per aggregate`.
+        schema: SchemaRef,
+    },
+    /// Every distinct row once.
+    Distinct {
+        /// The input collection.
+        input: Box<Plan>,
+    },
+    /// The multiset sum of the inputs (UNION ALL).
+    Union {
+        /// Inputs of one schema.
+        inputs: Vec<Plan>,
+        /// The common schema.
+        schema: SchemaRef,
+    },
+    /// The first rows per group in a sort order (`ORDER BY … LIMIT` / `OFFSET`).
+    TopK {
+        /// The input collection.
+        input: Box<Plan>,
+        /// Columns forming the groups (empty: the whole collection is one group).
+        group_by: Vec<usize>,
+        /// The order within a group.
+        order_by: Vec<SortColumn>,
+        /// Rows skipped at the start of each group.
+        offset: usize,
+        /// Rows kept after the offset (`None`: all).
+        limit: Option<usize>,
+    },
+}
+
+/// How a join treats unmatched rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Matched pairs only.
+    Inner,
+    /// Matched pairs, plus unmatched left rows padded with NULLs.
+    LeftOuter,
+    /// Matched pairs, plus unmatched right rows padded with NULLs.
+    RightOuter,
+    /// Matched pairs, plus unmatched rows of both sides padded with NULLs.
+    FullOuter,
+    /// Left rows with at least one match (EXISTS, IN, INTERSECT).
+    LeftSemi,
+    /// Left rows with no match (NOT EXISTS, EXCEPT).
+    LeftAnti,
+    /// `NOT IN` semantics: left rows with no match, none at all if the right side holds a NULL
+    /// key, and a NULL left key only survives an empty right side.
+    LeftAntiNullAware,
+}
+
+/// One column of a sort order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortColumn {
+    /// The column position.
+    pub column: usize,
+    /// Descending instead of ascending.
+    pub descending: bool,
+    /// NULLs sort before non-NULLs.
+    pub nulls_first: bool,
+}
+
+/// One aggregate of a [`Plan::Reduce`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AggregateExpr {
+    /// The function.
+    pub func: AggregateFunc,
+    /// The input column holding the argument (`None` for `count(*)`).
+    pub arg: Option<usize>,
+    /// A boolean input column: only rows where it is true take part (`FILTER (WHERE …)`).
+    pub filter: Option<usize>,
+    /// Aggregate each distinct argument value once.
+    pub distinct: bool,
+    /// The type of the argument column (`None` for `count(*)`).
+    pub input_type: Option<DataType>,
+    /// The type of the result column.
+    pub output_type: DataType,
+}
+
+/// The aggregate functions a view can maintain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AggregateFunc {
+    /// Rows (with `arg`: non-NULL argument values).
+    Count,
+    /// Sum of the argument.
+    Sum,
+    /// Mean of the argument.
+    Avg,
+    /// Smallest argument value.
+    Min,
+    /// Largest argument value.
+    Max,
+    /// Argument values joined by a separator, in value order.
+    StringAgg {
+        /// The separator between values.
+        separator: String,
+    },
+    /// True when every argument is true.
+    BoolAnd,
+    /// True when some argument is true.
+    BoolOr,
+}
+
+impl AggregateExpr {
+    /// Whether the aggregate can be maintained by adding diff-weighted values (O(1) per
+    /// update) rather than by revisiting the group's values.
+    pub fn is_accumulable(&self) -> bool {
+        !self.distinct
+            && match self.func {
+                AggregateFunc::Count => true,
+                AggregateFunc::Sum | AggregateFunc::Avg => matches!(
+                    self.input_type,
+                    Some(
+                        DataType::Int8
+                            | DataType::Int16
+                            | DataType::Int32
+                            | DataType::Int64
+                            | DataType::UInt8
+                            | DataType::UInt16
+                            | DataType::UInt32
+                            | DataType::Decimal128(..)
+                    )
+                ),
+                _ => false,
+            }
+    }
+}
+
+impl Plan {
+    /// The schema of the rows this node produces.
+    pub fn schema(&self) -> &SchemaRef {
+        match self {
+            Plan::Get { schema, .. }
+            | Plan::Constant { schema, .. }
+            | Plan::Map { schema, .. }
+            | Plan::Join { schema, .. }
+            | Plan::Reduce { schema, .. }
+            | Plan::Union { schema, .. } => schema,
+            Plan::Distinct { input } | Plan::TopK { input, .. } => input.schema(),
+        }
+    }
+
+    /// The arranged collections the plan reads.
+    pub fn imports(&self) -> Vec<GlobalId> {
+        let mut ids = Vec::new();
+        self.collect_imports(&mut ids);
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    fn collect_imports(&self, ids: &mut Vec<GlobalId>) {
+        match self {
+            Plan::Get { id, .. } => ids.push(*id),
+            Plan::Constant { .. } => {}
+            Plan::Map { input, .. }
+            | Plan::Reduce { input, .. }
+            | Plan::Distinct { input }
+            | Plan::TopK { input, .. } => input.collect_imports(ids),
+            Plan::Join { left, right, .. } => {
+                left.collect_imports(ids);
+                right.collect_imports(ids);
+            }
+            Plan::Union { inputs, .. } => inputs.iter().for_each(|i| i.collect_imports(ids)),
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The DataFusion session every statement is planned in, configured to behave like Postgres.
+
+use std::sync::Arc;
+
+use datafusion::common::config::Dialect;
+use datafusion::execution::context::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::SessionConfig;
+
+/// The database name clients see (`current_database()`), and DataFusion's catalog name.
+pub const DATABASE: &str = "fluxion";
+
+/// The schema user objects live in.
+pub const DEFAULT_SCHEMA: &str = "public";
+
+/// The Postgres-like session configuration.
+pub fn config() -> SessionConfig {
+    let mut config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_information_schema(false)
+        .with_default_catalog_and_schema(DATABASE, DEFAULT_SCHEMA)
+        .with_create_default_catalog_and_schema(false);
+    let options = config.options_mut();
+    options.sql_parser.dialect = Dialect::PostgreSQL;
+    options.sql_parser.map_string_types_to_utf8view = false;
+    options.sql_parser.enable_ident_normalization = true;
+    options.execution.time_zone = Some("+00:00".to_string());
+    config
+}
+
+/// A session state with Postgres-like configuration whose default catalog is `catalog`.
+pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
+    let state = SessionStateBuilder::new()
+        .with_config(config())
+        .with_default_features()
+        .build();
+    state
+        .catalog_list()
+        .register_catalog(DATABASE.to_string(), catalog);
+    state
+}

@@ -1,0 +1,354 @@
+//! The durable catalog: items, the id counter, the timestamp high-water mark and settings, in
+//! one redb database.
+//!
+//! Items keep the SQL that created them, not plans: the coordinator re-plans on boot. Every
+//! write commits with `Durability::Immediate`, so a returned `Ok` survives a crash.
+
+use std::path::Path;
+
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+};
+use repr::{GlobalId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::StorageError;
+
+/// Items by id, as JSON.
+const ITEMS: TableDefinition<u64, &[u8]> = TableDefinition::new("items");
+/// Counters: the next id, the timestamp high-water mark.
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// Free-form settings.
+const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
+
+const NEXT_ID: &str = "next_id";
+const TIMESTAMP_HIGH_WATER: &str = "timestamp_high_water";
+/// The first id `allocate_id` hands out.
+const FIRST_ID: u64 = 1;
+
+/// What sort of object a catalog item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ItemKind {
+    /// A table written by INSERT/UPDATE/DELETE.
+    Table,
+    /// A view: a named query, not maintained.
+    View,
+    /// A view whose results are maintained incrementally.
+    MaterializedView,
+    /// An index (arrangement) on another item.
+    Index,
+    /// An ingestion from the outside world.
+    Source,
+    /// An export to the outside world.
+    Sink,
+}
+
+/// One object in the catalog.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogItem {
+    /// Its identity, from [`Catalog::allocate_id`].
+    pub id: GlobalId,
+    /// Its fully qualified name.
+    pub name: String,
+    /// What sort of object it is.
+    pub kind: ItemKind,
+    /// The statement that created it; re-planned on boot.
+    pub create_sql: String,
+    /// The items it reads from (dropping one of them must drop this one too).
+    pub depends_on: Vec<GlobalId>,
+}
+
+/// One change to the catalog; a slice of them is applied atomically by [`Catalog::apply`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CatalogOp {
+    /// Insert or replace the item with this id.
+    Put(CatalogItem),
+    /// Remove the item with this id; it must exist.
+    Delete(GlobalId),
+}
+
+/// The durable catalog. Shareable between threads; redb serializes writers.
+pub struct Catalog {
+    db: Database,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// Opens the catalog at `path`, creating the file and its tables if missing.
+    pub fn open(path: &Path) -> Result<Catalog, StorageError> {
+        let catalog = Catalog {
+            db: Database::create(path)?,
+        };
+        catalog.write(|txn| {
+            txn.open_table(ITEMS)?;
+            txn.open_table(COUNTERS)?;
+            txn.open_table(SETTINGS)?;
+            Ok(())
+        })?;
+        Ok(catalog)
+    }
+
+    /// Hands out a fresh id. Ids start at 1 and are never reused, even across restarts and
+    /// after the item is dropped.
+    pub fn allocate_id(&self) -> Result<GlobalId, StorageError> {
+        self.write(|txn| {
+            let mut counters = txn.open_table(COUNTERS)?;
+            let id = counters.get(NEXT_ID)?.map_or(FIRST_ID, |v| v.value());
+            counters.insert(NEXT_ID, id + 1)?;
+            Ok(GlobalId(id))
+        })
+    }
+
+    /// Applies `ops` in order in one transaction: all of them become durable, or none.
+    ///
+    /// Fails (changing nothing) if a `Put` names an id `allocate_id` never handed out or a
+    /// `Delete` names a missing item.
+    pub fn apply(&self, ops: &[CatalogOp]) -> Result<(), StorageError> {
+        self.write(|txn| {
+            let next_id = txn
+                .open_table(COUNTERS)?
+                .get(NEXT_ID)?
+                .map_or(FIRST_ID, |v| v.value());
+            let mut items = txn.open_table(ITEMS)?;
+            for op in ops {
+                match op {
+                    CatalogOp::Put(item) => {
+                        if item.id.0 < FIRST_ID || item.id.0 >= next_id {
+                            return Err(StorageError::UnallocatedId(item.id));
+                        }
+                        let json = serde_json::to_vec(item).map_err(|source| {
+                            StorageError::EncodeCatalogItem {
+                                id: item.id,
+                                source,
+                            }
+                        })?;
+                        items.insert(item.id.0, json.as_slice())?;
+                    }
+                    CatalogOp::Delete(id) => {
+                        if items.remove(id.0)?.is_none() {
+                            return Err(StorageError::UnknownItem(*id));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every item, ordered by id.
+    pub fn items(&self) -> Result<Vec<CatalogItem>, StorageError> {
+        let txn = self.db.begin_read()?;
+        let items = txn.open_table(ITEMS)?;
+        let mut out = Vec::new();
+        for entry in items.iter()? {
+            let (key, value) = entry?;
+            let id = GlobalId(key.value());
+            let item = serde_json::from_slice(value.value())
+                .map_err(|source| StorageError::CorruptCatalogItem { id, source })?;
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    /// The highest time the timestamp oracle has handed out (0 on a fresh catalog).
+    pub fn timestamp_high_water(&self) -> Result<Timestamp, StorageError> {
+        let txn = self.db.begin_read()?;
+        let counters = txn.open_table(COUNTERS)?;
+        let high_water = counters.get(TIMESTAMP_HIGH_WATER)?.map_or(0, |v| v.value());
+        Ok(high_water)
+    }
+
+    /// Raises the timestamp high-water mark to `time` if it is lower; never lowers it, so times
+    /// never go backwards across restarts. Returns the stored mark.
+    pub fn advance_timestamp_high_water(&self, time: Timestamp) -> Result<Timestamp, StorageError> {
+        self.write(|txn| {
+            let mut counters = txn.open_table(COUNTERS)?;
+            let current = counters.get(TIMESTAMP_HIGH_WATER)?.map_or(0, |v| v.value());
+            let high_water = current.max(time);
+            if high_water != current {
+                counters.insert(TIMESTAMP_HIGH_WATER, high_water)?;
+            }
+            Ok(high_water)
+        })
+    }
+
+    /// The value of a setting, if it was ever set.
+    pub fn get_setting(&self, key: &str) -> Result<Option<String>, StorageError> {
+        let txn = self.db.begin_read()?;
+        let settings = txn.open_table(SETTINGS)?;
+        let value = settings.get(key)?.map(|v| v.value().to_string());
+        Ok(value)
+    }
+
+    /// Stores a setting durably, replacing any earlier value.
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<(), StorageError> {
+        self.write(|txn| {
+            txn.open_table(SETTINGS)?.insert(key, value)?;
+            Ok(())
+        })
+    }
+
+    /// Runs `body` in a write transaction and commits it durably if it succeeds; a failed body
+    /// aborts the transaction (dropping it rolls back).
+    fn write<T>(
+        &self,
+        body: impl FnOnce(&WriteTransaction) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::Immediate)?;
+        let out = body(&txn)?;
+        txn.commit()?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: GlobalId, name: &str, depends_on: Vec<GlobalId>) -> CatalogItem {
+        CatalogItem {
+            id,
+            name: name.into(),
+            kind: if depends_on.is_empty() {
+                ItemKind::Table
+            } else {
+                ItemKind::MaterializedView
+            },
+            create_sql: format!("CREATE ... {name}"),
+            depends_on,
+        }
+    }
+
+    #[test]
+    fn items_survive_reopen_in_id_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        let (t, v);
+        {
+            let catalog = Catalog::open(&path).unwrap();
+            t = catalog.allocate_id().unwrap();
+            v = catalog.allocate_id().unwrap();
+            assert_eq!((t, v), (GlobalId(1), GlobalId(2)));
+            // Put in reverse order: items() must still come back ordered by id.
+            catalog
+                .apply(&[
+                    CatalogOp::Put(item(v, "v", vec![t])),
+                    CatalogOp::Put(item(t, "t", vec![])),
+                ])
+                .unwrap();
+            catalog.set_setting("cluster_size", "2").unwrap();
+            assert_eq!(catalog.advance_timestamp_high_water(500).unwrap(), 500);
+        }
+        let catalog = Catalog::open(&path).unwrap();
+        assert_eq!(
+            catalog.items().unwrap(),
+            vec![item(t, "t", vec![]), item(v, "v", vec![t])]
+        );
+        assert_eq!(
+            catalog.get_setting("cluster_size").unwrap().as_deref(),
+            Some("2")
+        );
+        assert_eq!(catalog.get_setting("missing").unwrap(), None);
+        assert_eq!(catalog.timestamp_high_water().unwrap(), 500);
+    }
+
+    #[test]
+    fn ids_are_never_reused_after_drop_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        let first = {
+            let catalog = Catalog::open(&path).unwrap();
+            let id = catalog.allocate_id().unwrap();
+            catalog
+                .apply(&[CatalogOp::Put(item(id, "t", vec![]))])
+                .unwrap();
+            catalog.apply(&[CatalogOp::Delete(id)]).unwrap();
+            assert!(catalog.items().unwrap().is_empty());
+            id
+        };
+        let catalog = Catalog::open(&path).unwrap();
+        let second = catalog.allocate_id().unwrap();
+        assert_eq!(first, GlobalId(1));
+        assert_eq!(second, GlobalId(2));
+    }
+
+    #[test]
+    fn cascade_deletes_are_atomic() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&dir.path().join("catalog.redb")).unwrap();
+        let ids: Vec<_> = (0..3).map(|_| catalog.allocate_id().unwrap()).collect();
+        let items: Vec<_> = vec![
+            item(ids[0], "t", vec![]),
+            item(ids[1], "mv", vec![ids[0]]),
+            item(ids[2], "idx", vec![ids[1]]),
+        ];
+        let puts: Vec<_> = items.iter().cloned().map(CatalogOp::Put).collect();
+        catalog.apply(&puts).unwrap();
+
+        // A failing op (a missing item) aborts the whole batch: nothing was deleted.
+        let err = catalog
+            .apply(&[
+                CatalogOp::Delete(ids[2]),
+                CatalogOp::Delete(ids[1]),
+                CatalogOp::Delete(GlobalId(99)),
+            ])
+            .unwrap_err();
+        assert!(
+            matches!(err, StorageError::UnknownItem(GlobalId(99))),
+            "{err}"
+        );
+        assert_eq!(catalog.items().unwrap(), items);
+
+        catalog
+            .apply(&[CatalogOp::Delete(ids[2]), CatalogOp::Delete(ids[1])])
+            .unwrap();
+        assert_eq!(catalog.items().unwrap(), vec![items[0].clone()]);
+    }
+
+    #[test]
+    fn put_of_an_unallocated_id_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&dir.path().join("catalog.redb")).unwrap();
+        let err = catalog
+            .apply(&[CatalogOp::Put(item(GlobalId(7), "t", vec![]))])
+            .unwrap_err();
+        assert!(
+            matches!(err, StorageError::UnallocatedId(GlobalId(7))),
+            "{err}"
+        );
+        assert!(catalog.items().unwrap().is_empty());
+        // The refused id is not consumed either: allocation still starts at 1.
+        assert_eq!(catalog.allocate_id().unwrap(), GlobalId(1));
+    }
+
+    #[test]
+    fn timestamp_high_water_never_goes_backwards() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        {
+            let catalog = Catalog::open(&path).unwrap();
+            assert_eq!(catalog.timestamp_high_water().unwrap(), 0);
+            catalog.advance_timestamp_high_water(1_000).unwrap();
+            assert_eq!(catalog.advance_timestamp_high_water(10).unwrap(), 1_000);
+        }
+        let catalog = Catalog::open(&path).unwrap();
+        assert_eq!(catalog.timestamp_high_water().unwrap(), 1_000);
+        catalog.advance_timestamp_high_water(2_000).unwrap();
+        assert_eq!(catalog.timestamp_high_water().unwrap(), 2_000);
+    }
+
+    #[test]
+    fn settings_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&dir.path().join("catalog.redb")).unwrap();
+        catalog.set_setting("k", "a").unwrap();
+        catalog.set_setting("k", "b").unwrap();
+        assert_eq!(catalog.get_setting("k").unwrap().as_deref(), Some("b"));
+    }
+}

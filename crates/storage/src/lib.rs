@@ -1,0 +1,20 @@
+//! Durability: the catalog and the write-ahead log.
+//!
+//! Nothing counts until it is durable. The [`Catalog`] keeps the items (tables, views,
+//! sources, ...) with the SQL that created them, the id counter and the timestamp oracle's
+//! high-water mark in a redb database. The [`Wal`] makes every table write durable (CRC-framed
+//! records, group-committed fsync) before it is applied, compacts its prefix into snapshots, and
+//! hands back snapshot + tail on restart.
+//!
+//! This crate knows nothing of SQL, dataflows or the wire protocol: it stores `create_sql` text
+//! and Arrow batches, never plans.
+
+#![warn(missing_docs)]
+
+mod catalog;
+mod error;
+mod wal;
+
+pub use catalog::{Catalog, CatalogItem, CatalogOp, ItemKind};
+pub use error::StorageError;
+pub use wal::{Wal, WalOptions, WalRecord};

@@ -1,0 +1,88 @@
+//! The `fluxion` binary: parses the command line and runs the server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use coord::{CoordConfig, Coordinator};
+use tracing_subscriber::EnvFilter;
+
+/// Fluxion: a streaming SQL database whose materialized views stay incrementally up to date.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Address of the Postgres-protocol listener.
+    #[arg(long, default_value = "127.0.0.1:6877")]
+    listen: SocketAddr,
+    /// Directory holding the catalog and the durable log.
+    #[arg(long, default_value = "fluxion-data")]
+    data_dir: PathBuf,
+    /// Dataflow worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!("{message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let listener = server::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    tracing::info!(data_dir = %args.data_dir.display(), workers, "starting");
+    let coord = Coordinator::open(CoordConfig {
+        data_dir: args.data_dir.clone(),
+        workers,
+    })
+    .await
+    .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
+    tracing::info!(listen = %args.listen, "accepting Postgres connections");
+    server::serve(listener, coord.clone(), shutdown_signal()).await;
+    tracing::info!("shutting down");
+    coord.shutdown();
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
