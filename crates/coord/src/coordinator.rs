@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use compute::ComputeController;
 use datafusion::execution::context::SessionState;
@@ -37,11 +37,13 @@ pub struct Coordinator {
     pub(crate) holds: Arc<ReadHolds>,
     pub(crate) base_state: SessionState,
     /// Serializes DDL and commits: one writer at a time decides the next timestamp.
-    pub(crate) sequencer: tokio::sync::Mutex<()>,
+    pub(crate) sequencer: Arc<tokio::sync::Mutex<()>>,
     /// The time each table was last written at (for transaction validation).
     pub(crate) last_write: Mutex<HashMap<GlobalId, Timestamp>>,
     /// Row codecs of the tables, for writing.
     pub(crate) table_codecs: RwLock<HashMap<GlobalId, Arc<TableCodecs>>>,
+    /// This coordinator, for work that must outlive a cancelled statement.
+    this: OnceLock<Weak<Coordinator>>,
 }
 
 /// Parses SQL text into statements.
@@ -70,12 +72,22 @@ impl Coordinator {
             oracle,
             holds: Arc::new(ReadHolds::default()),
             base_state,
-            sequencer: tokio::sync::Mutex::new(()),
+            sequencer: Arc::new(tokio::sync::Mutex::new(())),
             last_write: Mutex::new(HashMap::new()),
             table_codecs: RwLock::new(HashMap::new()),
+            this: OnceLock::new(),
         });
+        let _ = coordinator.this.set(Arc::downgrade(&coordinator));
         coordinator.recover(records, floor).await?;
         Ok(coordinator)
+    }
+
+    /// The coordinator as an `Arc`.
+    pub(crate) fn arc(&self) -> Result<Arc<Coordinator>, CoordError> {
+        self.this
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| CoordError::Internal("the coordinator is shutting down".into()))
     }
 
     /// A new session for `user`.
@@ -169,8 +181,9 @@ impl Coordinator {
             Transaction::Failed => Ok(ExecuteResponse::command("ROLLBACK")),
             Transaction::Block(block) => {
                 if !block.writes.is_empty() {
-                    let _sequencer = self.sequencer.lock().await;
-                    self.commit_writes(block.writes, &block.reads).await?;
+                    let sequencer = self.sequencer.clone().lock_owned().await;
+                    self.commit_detached(block.writes, block.reads, sequencer)
+                        .await?;
                 }
                 Ok(ExecuteResponse::command("COMMIT"))
             }

@@ -155,13 +155,13 @@ impl Coordinator {
         let batch = typed_batch(&codecs, &table.name, &plan.columns, &records)?;
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
-        let _sequencer = self.lock_for_autocommit(session).await;
+        let sequencer = self.lock_for_autocommit(session).await;
         let hold = self.holds.acquire(self.oracle.read_time());
         let read_time = hold.time();
         let writes = self
             .plain_insert(session, &codecs, &table, &batch, read_time)
             .await?;
-        self.apply_writes(session, table.id, writes, read_time)
+        self.apply_writes(session, table.id, writes, read_time, sequencer)
             .await?;
         Ok(count)
     }

@@ -358,10 +358,21 @@ impl Coordinator {
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let mut ids = Vec::new();
         let _ = plan.apply_with_subqueries(|node| {
-            if let LogicalPlan::TableScan(scan) = node {
-                if let Some(item) = catalog.by_name(scan.table_name.table()) {
-                    ids.push(item.id);
+            match node {
+                LogicalPlan::TableScan(scan) => {
+                    if let Some(item) = catalog.by_name(scan.table_name.table()) {
+                        ids.push(item.id);
+                    }
                 }
+                // Views are inlined while planning; what is left of them is an alias.
+                LogicalPlan::SubqueryAlias(alias) => {
+                    if let Some(item) = catalog.by_name(alias.alias.table()) {
+                        if item.kind == ItemKind::View {
+                            ids.push(item.id);
+                        }
+                    }
+                }
+                _ => {}
             }
             Ok(TreeNodeRecursion::Continue)
         });

@@ -20,6 +20,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
 use storage::{ItemKind, WalRecord};
+use tokio::sync::OwnedMutexGuard;
 
 use crate::catalog::Item;
 use crate::coordinator::Coordinator;
@@ -180,7 +181,7 @@ impl Coordinator {
             Some(OnInsert::OnConflict(conflict)) => Some(conflict.action),
             Some(_) => return Err(CoordError::Unsupported("ON DUPLICATE KEY".into())),
         };
-        let _sequencer = self.lock_for_autocommit(session).await;
+        let sequencer = self.lock_for_autocommit(session).await;
         let context = self.query_context(&pending(session));
         let plan = self
             .plan_statement(
@@ -217,7 +218,7 @@ impl Coordinator {
             }
         };
         drop(context);
-        self.apply_writes(session, table.id, writes, read_time)
+        self.apply_writes(session, table.id, writes, read_time, sequencer)
             .await?;
         Ok(ExecuteResponse::command(format!("INSERT 0 {count}")))
     }
@@ -452,7 +453,7 @@ impl Coordinator {
         update: Update,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs, query, assigned) = self.update_query(&update)?;
-        let _sequencer = self.lock_for_autocommit(session).await;
+        let sequencer = self.lock_for_autocommit(session).await;
         let (read_time, batch) = self.read_for_write(session, &query).await?;
         let width = codecs.schema.fields().len();
         let old = batch
@@ -485,7 +486,7 @@ impl Coordinator {
             .map(|r| (r, -1))
             .chain(new_rows.into_iter().map(|r| (r, 1)))
             .collect();
-        self.apply_writes(session, table.id, writes, read_time)
+        self.apply_writes(session, table.id, writes, read_time, sequencer)
             .await?;
         Ok(ExecuteResponse::command(format!("UPDATE {count}")))
     }
@@ -528,7 +529,7 @@ impl Coordinator {
         delete: Delete,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs, query) = self.delete_query(&delete)?;
-        let _sequencer = self.lock_for_autocommit(session).await;
+        let sequencer = self.lock_for_autocommit(session).await;
         let (read_time, batch) = self.read_for_write(session, &query).await?;
         let rows = codecs
             .rows
@@ -536,7 +537,7 @@ impl Coordinator {
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let count = rows.len();
         let writes = rows.into_iter().map(|r| (r, -1)).collect();
-        self.apply_writes(session, table.id, writes, read_time)
+        self.apply_writes(session, table.id, writes, read_time, sequencer)
             .await?;
         Ok(ExecuteResponse::command(format!("DELETE {count}")))
     }
@@ -565,20 +566,39 @@ impl Coordinator {
     pub(crate) async fn lock_for_autocommit(
         &self,
         session: &Session,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    ) -> Option<OwnedMutexGuard<()>> {
         match session.transaction {
             Transaction::Block(_) => None,
-            _ => Some(self.sequencer.lock().await),
+            _ => Some(self.sequencer.clone().lock_owned().await),
         }
     }
 
-    /// Commits `writes` now (autocommit, sequencer held) or adds them to the open block.
+    /// Commits on a task of its own, holding `sequencer` until it is done: a client that
+    /// cancels its statement cannot stop a commit halfway (logged but not applied).
+    pub(crate) async fn commit_detached(
+        &self,
+        writes: PendingWrites,
+        reads: BTreeMap<GlobalId, Timestamp>,
+        sequencer: OwnedMutexGuard<()>,
+    ) -> Result<Option<Timestamp>, CoordError> {
+        let this = self.arc()?;
+        tokio::spawn(async move {
+            let _sequencer = sequencer;
+            this.commit_writes(writes, &reads).await
+        })
+        .await
+        .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
+    }
+
+    /// Commits `writes` now (autocommit, with the sequencer taken by
+    /// [`Self::lock_for_autocommit`]) or adds them to the open block.
     pub(crate) async fn apply_writes(
         &self,
         session: &mut Session,
         table: GlobalId,
         writes: Vec<(Row, Diff)>,
         read_time: Timestamp,
+        sequencer: Option<OwnedMutexGuard<()>>,
     ) -> Result<(), CoordError> {
         match &mut session.transaction {
             Transaction::Block(block) => {
@@ -587,10 +607,16 @@ impl Coordinator {
                 Ok(())
             }
             _ => {
+                let sequencer = match sequencer {
+                    Some(sequencer) => sequencer,
+                    None => self.sequencer.clone().lock_owned().await,
+                };
                 let mut pending = PendingWrites::default();
                 pending.tables.insert(table, writes);
                 let reads = BTreeMap::from([(table, read_time)]);
-                self.commit_writes(pending, &reads).await.map(|_| ())
+                self.commit_detached(pending, reads, sequencer)
+                    .await
+                    .map(|_| ())
             }
         }
     }

@@ -24,7 +24,11 @@ pub fn config() -> SessionConfig {
     options.sql_parser.dialect = Dialect::PostgreSQL;
     options.sql_parser.map_string_types_to_utf8view = false;
     options.sql_parser.enable_ident_normalization = true;
-    options.execution.time_zone = Some("+00:00".to_string());
+    options.execution.time_zone = Some("UTC".to_string());
+    // Scalar subqueries become joins, which dataflows can maintain.
+    options
+        .optimizer
+        .enable_physical_uncorrelated_scalar_subquery = false;
     config
 }
 

@@ -73,7 +73,7 @@ pub fn arrow_type(declared: &ast::DataType) -> Result<DataType, SqlError> {
             DataType::Timestamp(TimeUnit::Microsecond, None)
         }
         T::Timestamp(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => {
-            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("+00:00")))
+            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC")))
         }
         T::Interval { .. } => DataType::Interval(IntervalUnit::MonthDayNano),
         T::Array(
@@ -105,7 +105,7 @@ fn custom_type(name: &str) -> Result<DataType, SqlError> {
         "int8" => DataType::Int64,
         "float4" => DataType::Float32,
         "float8" => DataType::Float64,
-        "timestamptz" => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("+00:00"))),
+        "timestamptz" => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
         "bool" => DataType::Boolean,
         "serial" | "bigserial" | "smallserial" => {
             return Err(SqlError::Unsupported(format!(

@@ -61,6 +61,9 @@ impl Lowerer<'_> {
                 {
                     None
                 }
+                Some(arg) if function == AggregateFunc::Avg => {
+                    Some(uncast_integer(arg, input_schema))
+                }
                 other => other.cloned(),
             };
             let arg = argument.as_ref().map(|a| {
@@ -114,6 +117,19 @@ impl Lowerer<'_> {
             schema: arrow_schema(&aggregate.schema),
         })
     }
+}
+
+/// `avg(CAST(i AS Float64))` of an integer `i` averages `i` itself: summing integers is
+/// exact and keeps the aggregate accumulable.
+fn uncast_integer(arg: &Expr, schema: &datafusion::common::DFSchema) -> Expr {
+    if let Expr::Cast(cast) = arg {
+        let is_integer = cast.expr.get_type(schema).is_ok_and(|t| t.is_integer());
+        if is_integer && cast.field.data_type() == &datafusion::arrow::datatypes::DataType::Float64
+        {
+            return cast.expr.as_ref().clone();
+        }
+    }
+    arg.clone()
 }
 
 fn unalias(expr: &Expr) -> &Expr {

@@ -1,0 +1,146 @@
+//! Test support: a real Fluxion server process on a free port with its own data directory,
+//! and real Postgres clients connected to it.
+
+#![allow(dead_code)]
+
+pub mod pg_text;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `fluxion` binary.
+pub struct TestServer {
+    child: Option<Child>,
+    port: u16,
+    data_dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+impl TestServer {
+    /// Starts a server with a fresh, temporary data directory.
+    pub fn start() -> Self {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let mut server = Self::start_in(temp.path());
+        server._temp = Some(temp);
+        server
+    }
+
+    /// Starts a server on `data_dir` (kept after the server stops).
+    pub fn start_in(data_dir: &Path) -> Self {
+        let port = free_port();
+        let log = std::fs::File::create(data_dir.with_extension("log"))
+            .or_else(|_| std::fs::File::create("/dev/null"))
+            .expect("a log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_fluxion"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--workers")
+            .arg("2")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the fluxion binary starts");
+        let server = Self {
+            child: Some(child),
+            port,
+            data_dir: data_dir.to_path_buf(),
+            _temp: None,
+        };
+        server.wait_until_ready();
+        server
+    }
+
+    fn wait_until_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "fluxion did not start listening on port {} within 120 s",
+            self.port
+        );
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// A libpq-style connection string for this server.
+    pub fn connection_string(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=fluxion dbname=fluxion",
+            self.port
+        )
+    }
+
+    /// Connects a tokio-postgres client (the connection runs on a spawned task).
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to fluxion");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
+    /// Kills the server with SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the server with SIGTERM and waits for it to exit; returns whether it exited 0.
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY: sending a signal to a child process we own.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        false
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
