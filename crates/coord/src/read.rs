@@ -48,7 +48,8 @@ impl SnapshotReader for ArrangementReader {
         relation: &RelationTable,
         lookup: Option<KeyLookup>,
     ) -> DfResult<Vec<RecordBatch>> {
-        let codec = RowCodec::new(relation.desc.schema.clone()).map_err(external)?;
+        let codec = RowCodec::new(datafusion::catalog::TableProvider::schema(relation))
+            .map_err(external)?;
         let overlay = self
             .overlay
             .get(&relation.id)
@@ -136,6 +137,23 @@ pub(crate) fn rows_to_batches(
     Ok(batches)
 }
 
+/// Executes a DataFrame on a task of its own, so that the session stays responsive (a cancel
+/// request is answered at once) while the query computes; dropping the returned future
+/// aborts the query at its next yield point.
+pub(crate) async fn collect(frame: DataFrame) -> Result<Vec<RecordBatch>, CoordError> {
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let task = tokio::spawn(frame.collect());
+    let _abort = AbortOnDrop(task.abort_handle());
+    task.await
+        .map_err(|e| CoordError::Internal(format!("query task failed: {e}")))?
+        .map_err(CoordError::from)
+}
+
 /// A time held for the duration of one query, and the session to plan it in.
 pub(crate) struct QueryContext {
     pub state: SessionState,
@@ -188,7 +206,7 @@ impl Coordinator {
         let plan = self.plan_statement(&context.state, statement).await?;
         let frame = DataFrame::new(context.state.clone(), plan);
         let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-        let batches = frame.collect().await?;
+        let batches = collect(frame).await?;
         drop(context.hold);
         Ok((schema, batches))
     }

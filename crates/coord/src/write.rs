@@ -194,7 +194,7 @@ impl Coordinator {
         };
         let input =
             datafusion::prelude::DataFrame::new(context.state.clone(), dml.input.as_ref().clone());
-        let batches = input.collect().await?;
+        let batches = crate::read::collect(input).await?;
         let batch = conform(&codecs.schema, &batches)?;
         check_not_null(&codecs, &batch)?;
         let read_time = context.hold.time();
@@ -556,7 +556,7 @@ impl Coordinator {
         let plan = self.plan_statement(&context.state, statement).await?;
         let frame = datafusion::prelude::DataFrame::new(context.state.clone(), plan);
         let schema = Arc::new(frame.schema().as_arrow().clone());
-        let batches = frame.collect().await?;
+        let batches = crate::read::collect(frame).await?;
         let batch =
             concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
         Ok((context.hold.time(), batch))

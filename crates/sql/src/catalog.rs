@@ -70,6 +70,10 @@ pub struct RelationTable {
     /// Column defaults for INSERT.
     pub defaults: HashMap<String, Expr>,
     constraints: Constraints,
+    /// The schema DataFusion plans with: every column nullable. NOT NULL is enforced when
+    /// rows are written, with Postgres's error; DataFusion would reject NULLs earlier with
+    /// an error naming its own intermediate columns.
+    planning_schema: SchemaRef,
 }
 
 impl RelationTable {
@@ -79,6 +83,14 @@ impl RelationTable {
             Some(key) => Constraints::new_unverified(vec![Constraint::PrimaryKey(key.clone())]),
             None => Constraints::default(),
         };
+        let planning_schema = Arc::new(datafusion::arrow::datatypes::Schema::new_with_metadata(
+            desc.schema
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_nullable(true))
+                .collect::<Vec<_>>(),
+            desc.schema.metadata().clone(),
+        ));
         Self {
             id,
             name,
@@ -86,6 +98,7 @@ impl RelationTable {
             lookups: Vec::new(),
             defaults: HashMap::new(),
             constraints,
+            planning_schema,
         }
     }
 
@@ -155,7 +168,7 @@ fn strip_cast(expr: &Expr) -> &Expr {
 #[async_trait]
 impl TableProvider for RelationTable {
     fn schema(&self) -> SchemaRef {
-        self.desc.schema.clone()
+        self.planning_schema.clone()
     }
 
     fn constraints(&self) -> Option<&Constraints> {
@@ -194,7 +207,7 @@ impl TableProvider for RelationTable {
         let schema = batches
             .first()
             .map(|b| b.schema())
-            .unwrap_or_else(|| self.desc.schema.clone());
+            .unwrap_or_else(|| self.planning_schema.clone());
         Ok(MemorySourceConfig::try_new_exec(
             &[batches],
             schema,

@@ -1,0 +1,166 @@
+//! Bad input of any kind gets an error (with its SQLSTATE) or is handled; the server never
+//! panics or hangs, and one client's trouble does not affect another.
+
+mod support;
+
+use std::time::Duration;
+
+use support::TestServer;
+use tokio_postgres::error::SqlState;
+
+async fn code_of(client: &tokio_postgres::Client, sql: &str) -> SqlState {
+    let error = client.batch_execute(sql).await.expect_err(sql);
+    error
+        .code()
+        .cloned()
+        .unwrap_or_else(|| panic!("{sql}: error without SQLSTATE: {error}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_wrong_statements_get_their_sqlstate() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE t (id INT PRIMARY KEY, name TEXT NOT NULL)")
+        .await
+        .expect("create");
+    let cases = [
+        ("SELEC 1", SqlState::SYNTAX_ERROR),
+        ("SELECT * FROM", SqlState::SYNTAX_ERROR),
+        ("SELECT (((", SqlState::SYNTAX_ERROR),
+        ("SELECT * FROM missing", SqlState::UNDEFINED_TABLE),
+        ("SELECT nope FROM t", SqlState::UNDEFINED_COLUMN),
+        ("SELECT 1/0", SqlState::DIVISION_BY_ZERO),
+        (
+            "INSERT INTO t VALUES ('abc', 'x')",
+            SqlState::INVALID_TEXT_REPRESENTATION,
+        ),
+        (
+            "INSERT INTO t VALUES (1, NULL)",
+            SqlState::NOT_NULL_VIOLATION,
+        ),
+        ("CREATE TABLE t (a INT)", SqlState::DUPLICATE_TABLE),
+        ("SELECT no_such_function(1)", SqlState::UNDEFINED_FUNCTION),
+        (
+            "CREATE TABLE u (a no_such_type)",
+            SqlState::UNDEFINED_OBJECT,
+        ),
+        ("DROP VIEW t", SqlState::WRONG_OBJECT_TYPE),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(code_of(&client, sql).await, expected, "{sql}");
+    }
+    client
+        .batch_execute("INSERT INTO t VALUES (1, 'a')")
+        .await
+        .expect("insert");
+    assert_eq!(
+        code_of(&client, "INSERT INTO t VALUES (1, 'b')").await,
+        SqlState::UNIQUE_VIOLATION
+    );
+    // The session is still healthy.
+    let row = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .expect("count");
+    assert_eq!(row.get::<_, i64>(0), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ten_megabyte_string_round_trips() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE blobs (id INT PRIMARY KEY, body TEXT)")
+        .await
+        .expect("create");
+    let body = "x".repeat(10 * 1024 * 1024);
+    client
+        .execute("INSERT INTO blobs VALUES (1, $1)", &[&body])
+        .await
+        .expect("insert a 10 MB string");
+    let row = client
+        .query_one("SELECT length(body) FROM blobs WHERE id = 1", &[])
+        .await
+        .expect("length");
+    assert_eq!(row.get::<_, i32>(0) as usize, body.len());
+    // And as a literal in a simple query.
+    let literal = format!("SELECT length('{}')", "y".repeat(10 * 1024 * 1024));
+    let rows = client
+        .simple_query(&literal)
+        .await
+        .expect("a 10 MB literal");
+    assert!(rows
+        .iter()
+        .any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_query_does_not_disturb_others() {
+    let server = TestServer::start();
+    let setup = server.connect().await;
+    setup
+        .batch_execute("CREATE TABLE n (v BIGINT); INSERT INTO n SELECT value FROM generate_series(1, 2000) AS s(value)")
+        .await
+        .expect("setup");
+    for _ in 0..5 {
+        let client = server.connect().await;
+        let query = tokio::spawn(async move {
+            // A large cross join, abandoned long before it completes.
+            let _ = client
+                .simple_query("SELECT count(*) FROM n a, n b, n c WHERE a.v + b.v + c.v < 0")
+                .await;
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        query.abort();
+    }
+    let other = server.connect().await;
+    let row = tokio::time::timeout(
+        Duration::from_secs(60),
+        other.query_one("SELECT count(*) FROM n", &[]),
+    )
+    .await
+    .expect("the server still answers")
+    .expect("count");
+    assert_eq!(row.get::<_, i64>(0), 2000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_running_query_and_keeps_the_connection() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE n (v BIGINT); INSERT INTO n SELECT value FROM generate_series(1, 3000) AS s(value)")
+        .await
+        .expect("setup");
+    let token = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(tokio_postgres::NoTls).await
+    });
+    let error = client
+        .simple_query("SELECT count(*) FROM n a, n b, n c WHERE a.v + b.v + c.v < 0")
+        .await
+        .expect_err("the query is cancelled");
+    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED));
+    canceller.await.expect("join").expect("cancel request sent");
+    let row = client
+        .query_one("SELECT count(*) FROM n", &[])
+        .await
+        .expect("still usable");
+    assert_eq!(row.get::<_, i64>(0), 3000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_shuts_down_cleanly() {
+    let mut server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE t (a INT)")
+        .await
+        .expect("create");
+    assert!(
+        server.terminate(),
+        "the server exits with status 0 on SIGTERM"
+    );
+}
