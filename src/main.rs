@@ -20,6 +20,9 @@ struct Args {
     /// Dataflow worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
+    /// Rows written to the log after which it is compacted into a snapshot of the tables.
+    #[arg(long, default_value_t = 2_000_000)]
+    checkpoint_after_rows: u64,
 }
 
 #[tokio::main]
@@ -52,6 +55,7 @@ async fn run(args: Args) -> Result<(), String> {
     let coord = Coordinator::open(CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
+        checkpoint_after_rows: args.checkpoint_after_rows,
     })
     .await
     .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;

@@ -212,3 +212,72 @@ async fn a_crash_during_concurrent_writes_loses_no_acknowledged_row() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_compact_the_log_and_lose_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut server = TestServer::start_with_args(dir.path(), &["--checkpoint-after-rows", "200"]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT NOT NULL);
+             CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n, sum(v) AS s FROM kv;",
+        )
+        .await
+        .expect("schema");
+    let mut model: BTreeMap<i64, i64> = BTreeMap::new();
+    for round in 0..30i64 {
+        let mut sql = String::from("BEGIN;");
+        for i in 0..40 {
+            let k = (round * 17 + i * 13) % 500;
+            let v = round * 100 + i;
+            if model.insert(k, v).is_some() {
+                sql.push_str(&format!("UPDATE kv SET v = {v} WHERE k = {k};"));
+            } else {
+                sql.push_str(&format!("INSERT INTO kv VALUES ({k}, {v});"));
+            }
+        }
+        if round % 5 == 4 {
+            let victim = *model.keys().next().expect("rows exist");
+            model.remove(&victim);
+            sql.push_str(&format!("DELETE FROM kv WHERE k = {victim};"));
+        }
+        sql.push_str("COMMIT;");
+        client.batch_execute(&sql).await.expect("round");
+    }
+    // Let the background checkpoint finish, then crash.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let snapshots = std::fs::read_dir(dir.path().join("wal"))
+        .expect("the log directory")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot-"))
+        .count();
+    assert!(snapshots >= 1, "a checkpoint wrote a snapshot");
+    server.kill();
+
+    let server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    let expected_sum: i64 = model.values().sum();
+    assert_eq!(
+        scalar_i64(&client, "SELECT count(*) FROM kv").await,
+        model.len() as i64
+    );
+    assert_eq!(
+        scalar_i64(&client, "SELECT sum(v) FROM kv").await,
+        expected_sum
+    );
+    assert_eq!(
+        scalar_i64(&client, "SELECT n FROM total").await,
+        model.len() as i64
+    );
+    assert_eq!(
+        scalar_i64(&client, "SELECT s FROM total").await,
+        expected_sum
+    );
+    for (k, v) in model.iter().take(20) {
+        assert_eq!(
+            scalar_i64(&client, &format!("SELECT v FROM kv WHERE k = {k}")).await,
+            *v
+        );
+    }
+}

@@ -37,6 +37,11 @@ impl TestServer {
 
     /// Starts a server on `data_dir` (kept after the server stops).
     pub fn start_in(data_dir: &Path) -> Self {
+        Self::start_with_args(data_dir, &[])
+    }
+
+    /// Starts a server on `data_dir` with extra command-line arguments.
+    pub fn start_with_args(data_dir: &Path, extra_args: &[&str]) -> Self {
         let port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log"))
             .or_else(|_| std::fs::File::create("/dev/null"))
@@ -48,6 +53,7 @@ impl TestServer {
             .arg(data_dir)
             .arg("--workers")
             .arg("2")
+            .args(extra_args)
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),

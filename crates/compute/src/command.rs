@@ -29,6 +29,8 @@ pub enum PeekFilter {
     All,
     /// Rows whose arrangement key equals this key.
     Key(Row),
+    /// Rows whose arrangement key is one of these keys.
+    Keys(Vec<Row>),
     /// No rows: the peek only waits until the arrangement is complete at the time.
     Nothing,
 }

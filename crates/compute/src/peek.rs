@@ -58,6 +58,17 @@ pub(crate) fn read_at(
                 read_values(&mut cursor, &storage, key, time, layout, &mut rows);
             }
         }
+        PeekFilter::Keys(keys) => {
+            let mut keys: Vec<&Row> = keys.iter().collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                cursor.seek_key(&storage, key);
+                if cursor.get_key(&storage) == Some(key) {
+                    read_values(&mut cursor, &storage, key, time, layout, &mut rows);
+                }
+            }
+        }
         _ => {
             while let Some(key) = cursor.get_key(&storage) {
                 read_values(&mut cursor, &storage, key, time, layout, &mut rows);

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use compute::ComputeController;
@@ -25,6 +26,8 @@ pub struct CoordConfig {
     pub data_dir: PathBuf,
     /// Timely worker threads.
     pub workers: usize,
+    /// Rows logged after which the log is compacted into a snapshot.
+    pub checkpoint_after_rows: u64,
 }
 
 /// The coordinator. Shared by all sessions.
@@ -42,6 +45,12 @@ pub struct Coordinator {
     pub(crate) last_write: Mutex<HashMap<GlobalId, Timestamp>>,
     /// Row codecs of the tables, for writing.
     pub(crate) table_codecs: RwLock<HashMap<GlobalId, Arc<TableCodecs>>>,
+    /// Rows logged since the last checkpoint.
+    pub(crate) rows_since_checkpoint: AtomicU64,
+    /// Whether a checkpoint is running.
+    pub(crate) checkpointing: AtomicBool,
+    /// Rows logged after which a checkpoint starts.
+    pub(crate) checkpoint_after_rows: u64,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
 }
@@ -75,6 +84,9 @@ impl Coordinator {
             sequencer: Arc::new(tokio::sync::Mutex::new(())),
             last_write: Mutex::new(HashMap::new()),
             table_codecs: RwLock::new(HashMap::new()),
+            rows_since_checkpoint: AtomicU64::new(0),
+            checkpointing: AtomicBool::new(false),
+            checkpoint_after_rows: config.checkpoint_after_rows,
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));

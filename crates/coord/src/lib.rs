@@ -10,6 +10,7 @@
 
 mod bind;
 mod catalog;
+mod checkpoint;
 mod coordinator;
 mod copy;
 mod ddl;

@@ -72,6 +72,7 @@ impl Coordinator {
             self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
         }
         self.compute.allow_compaction(floor);
+        self.note_logged_rows(replayed as u64);
         tracing::info!(
             tables,
             dataflows = dataflows.len(),

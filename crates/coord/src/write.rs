@@ -323,19 +323,10 @@ impl Coordinator {
         keys: &[Row],
         read_time: Timestamp,
     ) -> Result<HashMap<Row, Row>, CoordError> {
-        let mut rows = if keys.len() <= 64 {
-            let mut found = Vec::new();
-            for key in keys.iter().collect::<HashSet<_>>() {
-                found.extend(
-                    self.compute
-                        .peek(table, read_time, PeekFilter::Key(key.clone()))
-                        .await?,
-                );
-            }
-            found
-        } else {
-            self.compute.peek(table, read_time, PeekFilter::All).await?
-        };
+        let mut rows = self
+            .compute
+            .peek(table, read_time, PeekFilter::Keys(keys.to_vec()))
+            .await?;
         if let Transaction::Block(block) = &session.transaction {
             if let Some(pending) = block.writes.tables.get(&table) {
                 rows.extend(pending.iter().cloned());
@@ -682,6 +673,7 @@ impl Coordinator {
                 .map(|(table, rows, diffs)| (table, ChangeBatch { time, rows, diffs }))
                 .collect(),
         };
+        let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
         self.wal.append(record).await?;
         for (table, pairs) in appends {
             self.compute.append(table, time, pairs);
@@ -694,6 +686,7 @@ impl Coordinator {
         self.oracle.mark_committed(time);
         let since = self.holds.earliest().unwrap_or(time).min(time);
         self.compute.allow_compaction(since);
+        self.note_logged_rows(logged_rows as u64);
         Ok(Some(time))
     }
 }

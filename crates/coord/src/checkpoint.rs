@@ -1,0 +1,80 @@
+//! Checkpoints: compacting the log into a snapshot of every table.
+//!
+//! The log grows with every write; replaying all of history on restart would take time
+//! proportional to history, not to the data. After enough rows have been logged, the
+//! coordinator takes the sequencer (so no write is half done), reads every table at the last
+//! committed time, and hands the consolidated contents to the log, which writes them as a
+//! snapshot and deletes the segments it covers. Disk use and restart time then follow the
+//! tables' size.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use compute::PeekFilter;
+use repr::ChangeBatch;
+
+use crate::coordinator::Coordinator;
+use crate::error::CoordError;
+
+impl Coordinator {
+    /// Counts `rows` newly logged rows and starts a checkpoint in the background when enough
+    /// have accumulated (and none is running).
+    pub(crate) fn note_logged_rows(&self, rows: u64) {
+        let total = self
+            .rows_since_checkpoint
+            .fetch_add(rows, Ordering::Relaxed)
+            + rows;
+        if total < self.checkpoint_after_rows || self.checkpointing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(this) = self.arc() else { return };
+        tokio::spawn(async move {
+            if let Err(e) = this.checkpoint().await {
+                tracing::warn!(error = %e, "checkpoint failed; the log keeps growing until the next one");
+            }
+            this.checkpointing.store(false, Ordering::Release);
+        });
+    }
+
+    /// Writes a snapshot of every table at the last committed time and truncates the log.
+    pub(crate) async fn checkpoint(&self) -> Result<(), CoordError> {
+        let started = Instant::now();
+        let _sequencer = self.sequencer.clone().lock_owned().await;
+        let time = self.oracle.read_time();
+        let tables: Vec<_> = self
+            .table_codecs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, codecs)| (*id, codecs.clone()))
+            .collect();
+        let mut snapshot = Vec::with_capacity(tables.len());
+        let mut rows = 0;
+        for (id, codecs) in tables {
+            let contents = self.compute.peek(id, time, PeekFilter::All).await?;
+            rows += contents.len();
+            let batch = codecs.decode(&contents)?;
+            let diffs = contents.iter().map(|(_, d)| *d).collect();
+            snapshot.push((
+                id,
+                ChangeBatch {
+                    time,
+                    rows: batch,
+                    diffs,
+                },
+            ));
+        }
+        let this = self.arc()?;
+        tokio::task::spawn_blocking(move || this.wal.checkpoint(time, snapshot))
+            .await
+            .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;
+        self.rows_since_checkpoint.store(0, Ordering::Relaxed);
+        tracing::info!(
+            through = time,
+            rows,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "checkpoint written; the log before it is deleted"
+        );
+        Ok(())
+    }
+}
