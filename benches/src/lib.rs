@@ -1,0 +1,87 @@
+//! Shared pieces of the benchmarks: starting a server, timing, percentiles.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `fluxion` server process started for a benchmark, stopped on drop.
+pub struct BenchServer {
+    child: Child,
+    /// The Postgres port.
+    pub port: u16,
+    _data: tempfile::TempDir,
+}
+
+impl BenchServer {
+    /// Starts `binary` on a free port with a fresh data directory.
+    pub fn start(binary: &PathBuf, workers: usize) -> Result<Self, String> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| e.to_string())?;
+        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--workers",
+                &workers.to_string(),
+            ])
+            .arg("--data-dir")
+            .arg(data.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err("the server did not start listening".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Self {
+            child,
+            port,
+            _data: data,
+        })
+    }
+
+    /// Connects a client.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client, String> {
+        connect(&format!("host=127.0.0.1 port={} user=fluxion", self.port)).await
+    }
+}
+
+impl Drop for BenchServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Connects a tokio-postgres client, driving its connection on a task.
+pub async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// The value at quantile `q` (0..=1) of sorted `samples`.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[index]
+}
+
+/// Milliseconds with three decimals.
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
