@@ -13,6 +13,8 @@ use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::session::DEFAULT_SCHEMA;
 use storage::ItemKind;
 
+use crate::system_tables::{SystemSchema, SYSTEM_SCHEMA};
+
 /// A planned catalog item.
 #[derive(Debug, Clone)]
 pub(crate) struct Item {
@@ -162,23 +164,31 @@ pub(crate) fn relation_table(id: GlobalId, name: &str, desc: RelationDesc) -> Re
 #[derive(Debug)]
 pub(crate) struct CatalogProviderImpl {
     public: Arc<PublicSchema>,
+    system: Arc<SystemSchema>,
 }
 
 impl CatalogProviderImpl {
-    pub fn new(catalog: Arc<RwLock<Catalog>>) -> Self {
+    pub fn new(catalog: Arc<RwLock<Catalog>>, compute: Arc<compute::ComputeController>) -> Self {
         Self {
-            public: Arc::new(PublicSchema { catalog }),
+            public: Arc::new(PublicSchema {
+                catalog: catalog.clone(),
+            }),
+            system: Arc::new(SystemSchema::new(catalog, compute)),
         }
     }
 }
 
 impl CatalogProvider for CatalogProviderImpl {
     fn schema_names(&self) -> Vec<String> {
-        vec![DEFAULT_SCHEMA.to_string()]
+        vec![DEFAULT_SCHEMA.to_string(), SYSTEM_SCHEMA.to_string()]
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
-        (name == DEFAULT_SCHEMA).then(|| self.public.clone() as Arc<dyn SchemaProvider>)
+        match name {
+            DEFAULT_SCHEMA => Some(self.public.clone() as Arc<dyn SchemaProvider>),
+            SYSTEM_SCHEMA => Some(self.system.clone() as Arc<dyn SchemaProvider>),
+            _ => None,
+        }
     }
 }
 

@@ -69,8 +69,10 @@ impl Coordinator {
         let (wal, records) = storage::Wal::open(&config.data_dir.join("wal"))?;
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
-        let base_state =
-            sql::session::new_state(Arc::new(CatalogProviderImpl::new(catalog.clone())));
+        let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
+            catalog.clone(),
+            compute.clone(),
+        )));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
         let coordinator = Arc::new(Self {
@@ -138,6 +140,7 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
+        crate::statement_checks::reject_bag_set_operations(&statement)?;
         match statement {
             Statement::Query(_) => self.select(session, statement).await,
             Statement::Insert(insert) => self.insert(session, insert).await,

@@ -313,6 +313,11 @@ fn typed_batch(
     for (position, &column) in columns.iter().enumerate() {
         let text: StringArray = records.iter().map(|r| r[position].as_deref()).collect();
         let field = schema.field(column);
+        if field.data_type() == &datafusion::arrow::datatypes::DataType::Binary {
+            let text: ArrayRef = Arc::new(text);
+            arrays[column] = crate::write::cast_column(&text, field.data_type())?;
+            continue;
+        }
         arrays[column] = cast_with_options(&text, field.data_type(), &strict).map_err(|e| {
             CoordError::InvalidValue(format!(
                 "invalid input for column \"{}\" of {table}: {e}",

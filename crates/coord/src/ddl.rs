@@ -36,6 +36,8 @@ pub(crate) struct PlannedTable {
     pub name: String,
     pub desc: RelationDesc,
     pub defaults: HashMap<String, Expr>,
+    /// The default expressions as SQL text.
+    pub default_sql: HashMap<String, String>,
 }
 
 /// A view or materialized view, planned from its query.
@@ -88,6 +90,7 @@ impl Coordinator {
         if create.or_replace {
             return Err(CoordError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
+        crate::statement_checks::reject_bag_set_operations(&Statement::CreateView(create.clone()))?;
         let planned = self.plan_view(&create).await?;
         let _sequencer = self.sequencer.lock().await;
         if self.exists(session, &planned.name, create.if_not_exists)? {
@@ -266,6 +269,10 @@ impl Coordinator {
         let schema = Arc::new(Schema::new(fields));
         let mut defaults = HashMap::new();
         let empty = DFSchema::empty();
+        let default_text: HashMap<String, String> = default_sql
+            .iter()
+            .map(|(c, e)| (c.clone(), e.to_string()))
+            .collect();
         for (column, expr) in default_sql {
             let logical = self
                 .base_state
@@ -283,6 +290,7 @@ impl Coordinator {
                 primary_key: key_positions,
             },
             defaults,
+            default_sql: default_text,
         })
     }
 
@@ -293,7 +301,11 @@ impl Coordinator {
         planned: PlannedTable,
         upper: Timestamp,
     ) -> Result<(), CoordError> {
-        let codecs = Arc::new(TableCodecs::new(&planned.name, &planned.desc)?);
+        let codecs = Arc::new(TableCodecs::new(
+            &planned.name,
+            &planned.desc,
+            planned.default_sql.clone(),
+        )?);
         let layout = match &planned.desc.primary_key {
             Some(key) => ArrangementLayout::ByColumns(key.clone()),
             None => ArrangementLayout::BySelf,

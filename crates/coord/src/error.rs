@@ -89,6 +89,9 @@ pub enum CoordError {
     /// A value does not fit its type, or text does not parse as a value.
     #[error("{0}")]
     InvalidValue(String),
+    /// A string longer than its column's declared length.
+    #[error("{0}")]
+    StringTooLong(String),
     /// A value too large for its type.
     #[error("{0}")]
     OutOfRange(String),
@@ -201,6 +204,14 @@ fn classify_message(message: &str) -> CoordError {
     let lower = message.to_lowercase();
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         CoordError::DivisionByZero
+    } else if lower.contains("non-boolean predicate") {
+        CoordError::TypeMismatch(message.to_string())
+    } else if lower.contains("aggregate functions are not allowed") {
+        CoordError::GroupingError(message.to_string())
+    } else if lower.contains("different number of columns")
+        || lower.contains("must have the same number of columns")
+    {
+        CoordError::Syntax(message.to_string())
     } else if lower.contains("more than one row") {
         CoordError::CardinalityViolation(
             "more than one row returned by a subquery used as an expression".into(),
@@ -246,12 +257,13 @@ fn rephrase_column_error(message: &str) -> String {
     match message.split("No field named ").nth(1) {
         Some(rest) => {
             let name = rest
-                .split(". ")
+                .split(['\n', ' '])
                 .next()
                 .unwrap_or(rest)
-                .trim_end_matches('.');
-            let name = name.replace('"', "");
-            format!("column \"{name}\" does not exist")
+                .trim_end_matches('.')
+                .replace('"', "");
+            let column = name.rsplit('.').next().unwrap_or(&name);
+            format!("column \"{column}\" does not exist")
         }
         None => message.to_string(),
     }

@@ -21,6 +21,8 @@ mod recovery;
 mod response;
 mod session;
 mod show;
+mod statement_checks;
+mod system_tables;
 mod timestamps;
 mod write;
 

@@ -170,14 +170,21 @@ impl Coordinator {
             time: hold.time(),
             overlay: overlay.tables.clone().into_iter().collect(),
         };
-        let config = self
+        let mut config = self
             .base_state
             .config()
             .clone()
             .with_extension(Arc::new(SnapshotContext(Arc::new(reader))));
-        let state = SessionStateBuilder::new_from_existing(self.base_state.clone())
+        // A query run once keeps scalar subqueries as expressions: a subquery returning more
+        // than one row is then an error, as in Postgres. (Views turn them into joins.)
+        config
+            .options_mut()
+            .optimizer
+            .enable_physical_uncorrelated_scalar_subquery = true;
+        let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)
             .build();
+        state.mark_start_execution();
         QueryContext { state, hold }
     }
 

@@ -55,6 +55,11 @@ impl Coordinator {
                 self.show(session, &name)
             }
             Statement::ShowTables { .. } => Ok(self.list(ItemKind::Table)),
+            Statement::ShowViews { materialized, .. } => Ok(self.list(if materialized {
+                ItemKind::MaterializedView
+            } else {
+                ItemKind::View
+            })),
             Statement::ShowCreate { obj_name, .. } => {
                 let name = object_name(&obj_name)?;
                 let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());

@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use compute::PeekFilter;
-use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::{
     AssignmentTarget, Delete, FromTable, Insert, OnConflictAction, OnInsert, TableFactor,
@@ -37,10 +38,16 @@ pub(crate) struct TableCodecs {
     pub rows: RowCodec,
     /// The primary key columns and their codec.
     pub key: Option<(Vec<usize>, RowCodec)>,
+    /// Column defaults as SQL text (for `DEFAULT` in VALUES).
+    pub default_sql: HashMap<String, String>,
 }
 
 impl TableCodecs {
-    pub fn new(name: &str, desc: &repr::RelationDesc) -> Result<Self, CoordError> {
+    pub fn new(
+        name: &str,
+        desc: &repr::RelationDesc,
+        default_sql: HashMap<String, String>,
+    ) -> Result<Self, CoordError> {
         let rows = RowCodec::new(desc.schema.clone())
             .map_err(|e| CoordError::Unsupported(e.to_string()))?;
         let key = match &desc.primary_key {
@@ -61,6 +68,7 @@ impl TableCodecs {
             schema: desc.schema.clone(),
             rows,
             key,
+            default_sql,
         })
     }
 
@@ -176,6 +184,7 @@ impl Coordinator {
             return Err(CoordError::Unsupported("INSERT … RETURNING".into()));
         }
         let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        crate::statement_checks::normalize_insert(&mut insert, &codecs)?;
         let on_conflict = match insert.on.take() {
             None => None,
             Some(OnInsert::OnConflict(conflict)) => Some(conflict.action),
@@ -739,7 +748,45 @@ pub(crate) fn conform(
     concat_batches(&relaxed, &conformed).map_err(|e| CoordError::Internal(e.to_string()))
 }
 
-/// Rejects NULLs in NOT NULL columns.
+/// A column cast to a table column's type. Text becomes `bytea` by Postgres's input rules
+/// (`\x` followed by hex digits), not byte for byte.
+pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<ArrayRef, CoordError> {
+    if column.data_type() == data_type {
+        return Ok(column.clone());
+    }
+    if data_type == &DataType::Binary {
+        if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
+            return text
+                .iter()
+                .map(|v| v.map(bytea_from_text).transpose())
+                .collect::<Result<BinaryArray, _>>()
+                .map(|a| Arc::new(a) as ArrayRef);
+        }
+    }
+    cast(column, data_type).map_err(|e| CoordError::InvalidValue(e.to_string()))
+}
+
+/// Postgres `bytea` input: `\x` and hex digits, or the text's own bytes.
+fn bytea_from_text(text: &str) -> Result<Vec<u8>, CoordError> {
+    let Some(hex) = text.strip_prefix("\\x") else {
+        return Ok(text.as_bytes().to_vec());
+    };
+    if hex.len() % 2 != 0 {
+        return Err(CoordError::InvalidValue(format!(
+            "invalid hexadecimal data: odd number of digits in \"{text}\""
+        )));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| {
+                CoordError::InvalidValue(format!("invalid hexadecimal digit in \"{text}\""))
+            })
+        })
+        .collect()
+}
+
+/// Rejects NULLs in NOT NULL columns and strings longer than a `varchar(n)` allows.
 pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Result<(), CoordError> {
     for (column, field) in batch.columns().iter().zip(codecs.schema.fields()) {
         if !field.is_nullable() && column.null_count() > 0 {
@@ -748,6 +795,24 @@ pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Resul
                 relation: codecs.name.clone(),
             });
         }
+        if let Some(limit) = varchar_limit(field) {
+            if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
+                if text.iter().flatten().any(|v| v.chars().count() > limit) {
+                    return Err(CoordError::StringTooLong(format!(
+                        "value too long for type character varying({limit})"
+                    )));
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// The `n` of a column declared `varchar(n)`.
+fn varchar_limit(field: &datafusion::arrow::datatypes::Field) -> Option<usize> {
+    let declared = field.metadata().get(repr::pg_type::DECLARED_TYPE_KEY)?;
+    let inside = declared
+        .strip_prefix("character varying(")?
+        .strip_suffix(')')?;
+    inside.trim().parse().ok()
 }

@@ -76,7 +76,7 @@ pub fn pg_type_of(data_type: &DataType) -> PgType {
         DataType::Int8 | DataType::Int16 | DataType::UInt8 => INT2,
         DataType::Int32 | DataType::UInt16 => INT4,
         DataType::Int64 | DataType::UInt32 => INT8,
-        DataType::UInt64 => NUMERIC,
+        DataType::UInt64 => INT8,
         DataType::Float16 | DataType::Float32 => FLOAT4,
         DataType::Float64 => FLOAT8,
         DataType::Decimal32(..)

@@ -25,6 +25,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::DivisionByZero => "22012",
         CoordError::InvalidValue(_) => "22P02",
         CoordError::OutOfRange(_) => "22003",
+        CoordError::StringTooLong(_) => "22001",
         CoordError::TypeMismatch(_) => "42804",
         CoordError::GroupingError(_) => "42803",
         CoordError::CardinalityViolation(_) => "21000",

@@ -134,7 +134,9 @@ fn float_text(value: f64, single: bool) -> String {
     } else {
         format!("{value}")
     };
-    if magnitude != 0.0 && !(1e-4..1e15).contains(&magnitude) {
+    // Postgres switches to exponent notation at 10^FLT_DIG / 10^DBL_DIG.
+    let limit = if single { 1e6 } else { 1e15 };
+    if magnitude != 0.0 && !(1e-4..limit).contains(&magnitude) {
         let exponent = if single {
             format!("{:e}", value as f32)
         } else {
@@ -299,11 +301,7 @@ fn write_binary(
         DataType::Int32 => out.put_i32(array.as_primitive::<Int32Type>().value(row)),
         DataType::UInt32 => out.put_i64(array.as_primitive::<UInt32Type>().value(row) as i64),
         DataType::Int64 => out.put_i64(array.as_primitive::<Int64Type>().value(row)),
-        DataType::UInt64 => write_numeric(
-            array.as_primitive::<UInt64Type>().value(row) as i128,
-            0,
-            out,
-        ),
+        DataType::UInt64 => out.put_i64(array.as_primitive::<UInt64Type>().value(row) as i64),
         DataType::Float32 => out.put_f32(array.as_primitive::<Float32Type>().value(row)),
         DataType::Float64 => out.put_f64(array.as_primitive::<Float64Type>().value(row)),
         DataType::Decimal128(_, scale) => write_numeric(
