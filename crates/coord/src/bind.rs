@@ -178,6 +178,11 @@ impl Coordinator {
             Statement::Insert(insert) => {
                 let mut insert = insert.clone();
                 insert.on = None;
+                if let datafusion::sql::sqlparser::ast::TableObject::TableName(name) = &insert.table
+                {
+                    let (_, codecs) = self.writable_table(&crate::naming::object_name(name)?)?;
+                    crate::statement_checks::normalize_insert(&mut insert, &codecs)?;
+                }
                 let plan = self
                     .plan_statement(&self.base_state, Statement::Insert(insert))
                     .await?;
@@ -193,6 +198,7 @@ impl Coordinator {
             }
             Statement::ShowVariable { .. }
             | Statement::ShowTables { .. }
+            | Statement::ShowViews { .. }
             | Statement::ShowCreate { .. }
             | Statement::Explain { .. } => match self.execute(session, statement.clone()).await? {
                 ExecuteResponse::Rows { schema, .. } => Ok((HashMap::new(), Some(schema))),

@@ -428,7 +428,8 @@ impl Coordinator {
         planned: PlannedView,
         plan: Plan,
     ) -> Result<(), CoordError> {
-        let schema = Arc::new(planned.logical.schema().as_arrow().clone());
+        // The dataflow's rows have the types of the lowered (analyzed) plan.
+        let schema = plan.schema().clone();
         self.compute.create_dataflow(DataflowDesc {
             id,
             plan,

@@ -262,8 +262,12 @@ fn rephrase_column_error(message: &str) -> String {
                 .unwrap_or(rest)
                 .trim_end_matches('.')
                 .replace('"', "");
-            let column = name.rsplit('.').next().unwrap_or(&name);
-            format!("column \"{column}\" does not exist")
+            // Postgres quotes a bare name but not a qualified one.
+            if name.contains('.') {
+                format!("column {name} does not exist")
+            } else {
+                format!("column \"{name}\" does not exist")
+            }
         }
         None => message.to_string(),
     }

@@ -17,7 +17,6 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
@@ -137,21 +136,32 @@ pub(crate) fn rows_to_batches(
     Ok(batches)
 }
 
-/// Executes a DataFrame on a task of its own, so that the session stays responsive (a cancel
+/// Plans and runs a query. The physical plan (which peeks the snapshots) is built here; the
+/// execution runs on a task of its own, so that the session stays responsive (a cancel
 /// request is answered at once) while the query computes; dropping the returned future
-/// aborts the query at its next yield point.
-pub(crate) async fn collect(frame: DataFrame) -> Result<Vec<RecordBatch>, CoordError> {
+/// aborts the query at its next yield point. The schema is the executed plan's, so it is
+/// exactly the type of every returned column.
+pub(crate) async fn execute_plan(
+    state: &SessionState,
+    plan: LogicalPlan,
+) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
     struct AbortOnDrop(tokio::task::AbortHandle);
     impl Drop for AbortOnDrop {
         fn drop(&mut self) {
             self.0.abort();
         }
     }
-    let task = tokio::spawn(frame.collect());
+    let physical = state.create_physical_plan(&plan).await?;
+    let schema = physical.schema();
+    let task = tokio::spawn(datafusion::physical_plan::collect(
+        physical,
+        state.task_ctx(),
+    ));
     let _abort = AbortOnDrop(task.abort_handle());
-    task.await
-        .map_err(|e| CoordError::Internal(format!("query task failed: {e}")))?
-        .map_err(CoordError::from)
+    let batches = task
+        .await
+        .map_err(|e| CoordError::Internal(format!("query task failed: {e}")))??;
+    Ok((schema, batches))
 }
 
 /// A time held for the duration of one query, and the session to plan it in.
@@ -211,11 +221,9 @@ impl Coordinator {
         };
         let context = self.query_context(&overlay);
         let plan = self.plan_statement(&context.state, statement).await?;
-        let frame = DataFrame::new(context.state.clone(), plan);
-        let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-        let batches = collect(frame).await?;
+        let result = execute_plan(&context.state, plan).await?;
         drop(context.hold);
-        Ok((schema, batches))
+        Ok(result)
     }
 
     pub(crate) async fn select(

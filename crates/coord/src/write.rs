@@ -201,9 +201,8 @@ impl Coordinator {
         let datafusion::logical_expr::LogicalPlan::Dml(dml) = plan else {
             return Err(CoordError::Internal("INSERT did not plan as DML".into()));
         };
-        let input =
-            datafusion::prelude::DataFrame::new(context.state.clone(), dml.input.as_ref().clone());
-        let batches = crate::read::collect(input).await?;
+        let (_, batches) =
+            crate::read::execute_plan(&context.state, dml.input.as_ref().clone()).await?;
         let batch = conform(&codecs.schema, &batches)?;
         check_not_null(&codecs, &batch)?;
         let read_time = context.hold.time();
@@ -554,9 +553,7 @@ impl Coordinator {
             .ok_or_else(|| CoordError::Internal("empty rewritten query".into()))?;
         let context = self.query_context(&pending(session));
         let plan = self.plan_statement(&context.state, statement).await?;
-        let frame = datafusion::prelude::DataFrame::new(context.state.clone(), plan);
-        let schema = Arc::new(frame.schema().as_arrow().clone());
-        let batches = crate::read::collect(frame).await?;
+        let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
         let batch =
             concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
         Ok((context.hold.time(), batch))

@@ -13,6 +13,7 @@ mod error;
 pub mod explain;
 mod lower;
 pub mod plan;
+mod postgres_types;
 pub mod session;
 pub mod types;
 

@@ -34,9 +34,12 @@ pub fn config() -> SessionConfig {
 
 /// A session state with Postgres-like configuration whose default catalog is `catalog`.
 pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
+    let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
+    analyzer_rules.insert(0, Arc::new(crate::postgres_types::SumBigintAsNumeric));
     let state = SessionStateBuilder::new()
         .with_config(config())
         .with_default_features()
+        .with_analyzer_rules(analyzer_rules)
         .build();
     state
         .catalog_list()
