@@ -55,8 +55,8 @@ pub fn render(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
             return Ok(std::str::from_utf8(raw)?.to_string())
         }
         Type::JSONB => return jsonb_text(raw),
-        Type::BYTEA => bytea_text(raw),
-        Type::UUID => uuid_text(raw)?,
+        Type::BYTEA => return Ok(bytea_text(raw)),
+        Type::UUID => return uuid_text(raw),
         Type::DATE => date_text(i64::from(bytes.i32()?)),
         Type::TIME => time_text(bytes.i64()?),
         Type::TIMESTAMP => timestamp_text(bytes.i64()?),

@@ -12,8 +12,12 @@ use repr::GlobalId;
 /// Errors of one dataflow.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataflowErrorCounts {
-    /// Rows left out of the view because an expression failed on them.
-    pub failed_rows: u64,
+    /// Rows currently left out of the view because an expression failed on them: a failed
+    /// insertion counts +1 and the failed retraction of the same row -1, so the count returns
+    /// to zero when the row is deleted.
+    pub rows_left_out: i64,
+    /// Failures so far (of rows, and of group results that could not be computed).
+    pub failures: u64,
     /// The most recent error message.
     pub last_error: String,
 }
@@ -25,12 +29,14 @@ pub struct DataflowErrors {
 }
 
 impl DataflowErrors {
-    /// Records `rows` failed rows of dataflow `id`.
-    pub(crate) fn record(&self, id: GlobalId, rows: u64, error: &str) {
+    /// Records that updates with a net multiplicity of `rows` were left out of dataflow `id`
+    /// (`failures` failures in all).
+    pub(crate) fn record(&self, id: GlobalId, rows: i64, failures: u64, error: &str) {
         tracing::warn!(dataflow = %id, rows, error, "rows left out of a view: expression failed");
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let entry = inner.entry(id).or_default();
-        entry.failed_rows += rows;
+        entry.rows_left_out += rows;
+        entry.failures += failures;
         entry.last_error = error.to_string();
     }
 

@@ -172,7 +172,10 @@ impl Coordinator {
                 let plan = self
                     .plan_statement(&self.base_state, Statement::Query(query))
                     .await?;
-                let columns = Arc::new(plan.schema().as_arrow().clone());
+                // The analyzed plan has the types the rows will have (sum(bigint) is numeric).
+                let analyzed = self.base_state.optimize(&plan)?;
+                let columns =
+                    crate::naming::display_schema(&Arc::new(analyzed.schema().as_arrow().clone()));
                 Ok((plan_types(&plan)?, Some(columns)))
             }
             Statement::Insert(insert) => {

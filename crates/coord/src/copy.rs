@@ -19,6 +19,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
+use crate::temporal_literals::{normalize, Temporal};
 use crate::write::{check_not_null, TableCodecs};
 
 /// The wire format of COPY data.
@@ -311,8 +312,19 @@ fn typed_batch(
         .map(|f| datafusion::arrow::array::new_null_array(f.data_type(), records.len()))
         .collect();
     for (position, &column) in columns.iter().enumerate() {
-        let text: StringArray = records.iter().map(|r| r[position].as_deref()).collect();
         let field = schema.field(column);
+        let temporal = match field.data_type() {
+            datafusion::arrow::datatypes::DataType::Timestamp(..) => Some(Temporal::Timestamp),
+            datafusion::arrow::datatypes::DataType::Interval(_) => Some(Temporal::Interval),
+            _ => None,
+        };
+        let text: StringArray = records
+            .iter()
+            .map(|r| match (temporal, r[position].as_deref()) {
+                (Some(kind), Some(value)) => Some(normalize(kind, value)),
+                (_, value) => value.map(str::to_string),
+            })
+            .collect();
         if field.data_type() == &datafusion::arrow::datatypes::DataType::Binary {
             let text: ArrayRef = Arc::new(text);
             arrays[column] = crate::write::cast_column(&text, field.data_type())?;

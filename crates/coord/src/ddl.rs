@@ -353,8 +353,9 @@ impl Coordinator {
         let logical = self.plan_statement(&self.base_state, query).await?;
         let mut seen = HashSet::new();
         for field in logical.schema().fields() {
-            if !seen.insert(field.name().clone()) {
-                return Err(CoordError::DuplicateColumn(field.name().clone()));
+            let name = crate::naming::display_name(field.name());
+            if !seen.insert(name.to_string()) {
+                return Err(CoordError::DuplicateColumn(name.to_string()));
             }
         }
         let depends_on = self.referenced_items(&logical);

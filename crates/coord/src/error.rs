@@ -89,6 +89,9 @@ pub enum CoordError {
     /// A value does not fit its type, or text does not parse as a value.
     #[error("{0}")]
     InvalidValue(String),
+    /// A date or time whose fields are out of range (February 30th).
+    #[error("date/time field value out of range: {0}")]
+    DateTimeOutOfRange(String),
     /// A string longer than its column's declared length.
     #[error("{0}")]
     StringTooLong(String),
@@ -188,6 +191,9 @@ fn classify_arrow(e: &ArrowError) -> CoordError {
         ArrowError::CastError(m) if m.contains("Can't cast value") => {
             CoordError::OutOfRange(m.clone())
         }
+        ArrowError::CastError(m) if m.contains("to value of Date32") && looks_like_a_date(m) => {
+            CoordError::DateTimeOutOfRange(m.clone())
+        }
         ArrowError::CastError(m) | ArrowError::ParseError(m) => CoordError::InvalidValue(m.clone()),
         ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
             CoordError::OutOfRange(m.clone())
@@ -198,6 +204,20 @@ fn classify_arrow(e: &ArrowError) -> CoordError {
         ArrowError::ArithmeticOverflow(m) => CoordError::OutOfRange(m.clone()),
         other => classify_message(&other.to_string()),
     }
+}
+
+/// Whether the quoted value in a cast error has the shape `YYYY-MM-DD` (so the failure is a
+/// field out of range, not malformed text).
+fn looks_like_a_date(message: &str) -> bool {
+    let Some(value) = message.split('\'').nth(1) else {
+        return false;
+    };
+    let parts: Vec<&str> = value.split('-').collect();
+    parts.len() == 3
+        && parts[0].len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn classify_message(message: &str) -> CoordError {
@@ -212,6 +232,10 @@ fn classify_message(message: &str) -> CoordError {
         || lower.contains("must have the same number of columns")
     {
         CoordError::Syntax(message.to_string())
+    } else if lower.contains("must be aggregated") {
+        CoordError::Unsupported(format!(
+            "{message} (a correlated scalar subquery must aggregate)"
+        ))
     } else if lower.contains("more than one row") {
         CoordError::CardinalityViolation(
             "more than one row returned by a subquery used as an expression".into(),

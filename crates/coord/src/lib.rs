@@ -23,6 +23,7 @@ mod session;
 mod show;
 mod statement_checks;
 mod system_tables;
+mod temporal_literals;
 mod timestamps;
 mod write;
 

@@ -3,40 +3,67 @@
 
 use std::collections::HashSet;
 
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, SelectItem, SetExpr};
 
-/// Gives each unnamed expression of the query's top-level SELECT list its Postgres name, as
-/// long as that name is not taken in the list.
+/// Separates a result column's name from the suffix that keeps a repeated name unique while
+/// DataFusion plans (Postgres allows `SELECT a, a`; DataFusion requires distinct names).
+const REPEAT_MARKER: char = '\u{1f}';
+
+/// The name a client sees for a planned result column.
+pub(crate) fn display_name(planned: &str) -> &str {
+    planned.split(REPEAT_MARKER).next().unwrap_or(planned)
+}
+
+/// `schema` with the names clients see.
+pub(crate) fn display_schema(schema: &SchemaRef) -> SchemaRef {
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| f.name().contains(REPEAT_MARKER))
+    {
+        return schema.clone();
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_name(display_name(f.name())))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Names the query's top-level SELECT list as Postgres does: an unnamed expression gets its
+/// Postgres name (`count(*)` is `count`), and a name that repeats gets a hidden suffix (see
+/// [`display_name`]).
 pub(crate) fn name_result_columns(query: &mut Query) {
     let SetExpr::Select(select) = query.body.as_mut() else {
         return;
     };
-    let mut used: HashSet<String> = select
-        .projection
-        .iter()
-        .filter_map(|item| match item {
-            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_lowercase()),
-            SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(ident.value.to_lowercase()),
-            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
-                parts.last().map(|p| p.value.to_lowercase())
+    let mut used: HashSet<String> = HashSet::new();
+    for (position, item) in select.projection.iter_mut().enumerate() {
+        let (expr, name, is_column) = match item {
+            SelectItem::UnnamedExpr(expr) => {
+                let is_column = matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+                let name = postgres_name(expr);
+                (expr.clone(), name, is_column)
             }
-            _ => None,
-        })
-        .collect();
-    for item in select.projection.iter_mut() {
-        let SelectItem::UnnamedExpr(expr) = item else {
-            continue;
+            SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), fold_ident(alias), true),
+            _ => continue,
         };
-        if matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
-            continue;
-        }
-        let name = postgres_name(expr);
-        if used.insert(name.clone()) {
-            *item = SelectItem::ExprWithAlias {
-                expr: expr.clone(),
-                alias: Ident::with_quote('"', name),
-            };
-        }
+        let alias = if used.insert(name.to_lowercase()) {
+            if is_column {
+                continue;
+            }
+            name
+        } else {
+            format!("{name}{REPEAT_MARKER}{position}")
+        };
+        *item = SelectItem::ExprWithAlias {
+            expr,
+            alias: Ident::with_quote('"', alias),
+        };
     }
 }
 
@@ -92,11 +119,12 @@ mod tests {
     }
 
     #[test]
-    fn a_taken_name_is_left_alone() {
+    fn a_repeated_name_gets_a_hidden_suffix() {
         assert_eq!(
             named("SELECT count(*), count(b) FROM t"),
-            "SELECT count(*) AS \"count\", count(b) FROM t"
+            "SELECT count(*) AS \"count\", count(b) AS \"count\u{1f}1\" FROM t"
         );
+        assert_eq!(display_name("count\u{1f}1"), "count");
     }
 }
 

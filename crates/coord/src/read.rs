@@ -235,6 +235,9 @@ impl Coordinator {
             name_result_columns(query);
         }
         let (schema, batches) = self.run_query(session, statement).await?;
-        Ok(ExecuteResponse::Rows { schema, batches })
+        Ok(ExecuteResponse::Rows {
+            schema: crate::naming::display_schema(&schema),
+            batches,
+        })
     }
 }

@@ -12,6 +12,7 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::error::CoordError;
+use crate::temporal_literals::{normalize_string_literal, Temporal};
 use crate::write::TableCodecs;
 
 /// Refuses `INTERSECT ALL` and `EXCEPT ALL`: DataFusion computes them as semi and anti joins,
@@ -109,12 +110,20 @@ pub(crate) fn normalize_insert(insert: &mut Insert, table: &TableCodecs) -> Resu
             if is_default_keyword(expr) {
                 *expr = default_expr(table, &target[position])?;
             }
-            let is_bytea = table
-                .schema
-                .field_with_name(&target[position])
-                .is_ok_and(|f| f.data_type() == &DataType::Binary);
-            if is_bytea {
-                rewrite_bytea_literal(expr);
+            let Ok(field) = table.schema.field_with_name(&target[position]) else {
+                continue;
+            };
+            match field.data_type() {
+                DataType::Binary => rewrite_bytea_literal(expr),
+                DataType::Timestamp(..) => normalize_string_literal(expr, Temporal::Timestamp),
+                DataType::Interval(_) => normalize_string_literal(expr, Temporal::Interval),
+                DataType::Boolean if is_number_literal(expr) => {
+                    return Err(CoordError::TypeMismatch(format!(
+                        "column \"{}\" is of type boolean but expression is of type integer",
+                        field.name()
+                    )))
+                }
+                _ => {}
             }
         }
     }
@@ -123,7 +132,7 @@ pub(crate) fn normalize_insert(insert: &mut Insert, table: &TableCodecs) -> Resu
 
 /// `'\x00ff'` written into a `bytea` column means the bytes 00 ff (Postgres's hex input), not
 /// the text's bytes: it becomes the hex literal `X'00ff'`.
-fn rewrite_bytea_literal(expr: &mut Expr) {
+pub(crate) fn rewrite_bytea_literal(expr: &mut Expr) {
     if let Expr::Value(ValueWithSpan {
         value: Value::SingleQuotedString(text),
         span,
@@ -136,6 +145,16 @@ fn rewrite_bytea_literal(expr: &mut Expr) {
             });
         }
     }
+}
+
+fn is_number_literal(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::Value(ValueWithSpan {
+            value: Value::Number(..),
+            ..
+        })
+    )
 }
 
 fn is_default_keyword(expr: &Expr) -> bool {

@@ -4,7 +4,7 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use compute::ComputeController;
-use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
@@ -27,32 +27,34 @@ impl SystemSchema {
         Self { catalog, compute }
     }
 
-    /// `view_errors (view_name, failed_rows, last_error)`: rows left out of materialized
-    /// views because an expression failed on them (division by zero, a bad cast).
+    /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
+    /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("view_name", DataType::Utf8, false),
-            Field::new("failed_rows", DataType::UInt64, false),
+            Field::new("rows_left_out", DataType::Int64, false),
+            Field::new("failures", DataType::UInt64, false),
             Field::new("last_error", DataType::Utf8, false),
         ]));
         let errors = self.compute.errors().snapshot();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let (mut names, mut counts, mut messages) = (Vec::new(), Vec::new(), Vec::new());
-        for (id, counts_of_view) in errors {
-            names.push(
-                catalog
-                    .get(id)
-                    .map(|i| i.name.clone())
-                    .unwrap_or_else(|| id.to_string()),
-            );
-            counts.push(counts_of_view.failed_rows);
-            messages.push(counts_of_view.last_error);
+        let mut names = Vec::new();
+        let mut rows = Vec::new();
+        let mut failures = Vec::new();
+        let mut messages = Vec::new();
+        for (id, counts) in errors {
+            let name = catalog.get(id).map(|i| i.name.clone());
+            names.push(name.unwrap_or_else(|| id.to_string()));
+            rows.push(counts.rows_left_out);
+            failures.push(counts.failures);
+            messages.push(counts.last_error);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
             vec![
                 Arc::new(StringArray::from(names)),
-                Arc::new(UInt64Array::from(counts)),
+                Arc::new(Int64Array::from(rows)),
+                Arc::new(UInt64Array::from(failures)),
                 Arc::new(StringArray::from(messages)),
             ],
         )?;

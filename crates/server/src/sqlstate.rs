@@ -8,7 +8,8 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
     match error {
         CoordError::Syntax(_) => "42601",
         CoordError::UnknownObject {
-            kind: "relation", ..
+            kind: "relation" | "table" | "view" | "materialized view",
+            ..
         } => "42P01",
         CoordError::UnknownObject { kind: "type", .. } => "42704",
         CoordError::UnknownObject { kind: "schema", .. } => "3F000",
@@ -26,6 +27,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::InvalidValue(_) => "22P02",
         CoordError::OutOfRange(_) => "22003",
         CoordError::StringTooLong(_) => "22001",
+        CoordError::DateTimeOutOfRange(_) => "22008",
         CoordError::TypeMismatch(_) => "42804",
         CoordError::GroupingError(_) => "42803",
         CoordError::CardinalityViolation(_) => "21000",

@@ -231,26 +231,39 @@ fn fraction_text(micros: i64) -> String {
     format!(".{}", digits.trim_end_matches('0'))
 }
 
+/// An interval as Postgres prints it (`IntervalStyle = postgres`): each non-zero field with
+/// its unit (plural unless exactly 1), a `+` on a positive field after a negative one, and the
+/// clock time last.
 fn interval_text(months: i32, days: i32, micros: i64) -> String {
-    let mut parts = Vec::new();
-    let (years, months) = (months / 12, months % 12);
-    let plural = |n: i64, unit: &str, units: &str| {
-        format!("{n} {}", if n.abs() == 1 { unit } else { units })
+    let mut text = String::new();
+    let mut is_zero = true;
+    let mut is_before = false;
+    let mut add_part = |text: &mut String, value: i64, unit: &str| {
+        if value == 0 {
+            return;
+        }
+        let separator = if is_zero { "" } else { " " };
+        let plus = if is_before && value > 0 { "+" } else { "" };
+        let plural = if value != 1 { "s" } else { "" };
+        let _ = write!(text, "{separator}{plus}{value} {unit}{plural}");
+        is_before = value < 0;
+        is_zero = false;
     };
-    if years != 0 {
-        parts.push(plural(years as i64, "year", "years"));
+    add_part(&mut text, (months / 12) as i64, "year");
+    add_part(&mut text, (months % 12) as i64, "mon");
+    add_part(&mut text, days as i64, "day");
+    if is_zero || micros != 0 {
+        let separator = if is_zero { "" } else { " " };
+        let sign = if micros < 0 {
+            "-"
+        } else if is_before {
+            "+"
+        } else {
+            ""
+        };
+        let _ = write!(text, "{separator}{sign}{}", time_text(micros.abs()));
     }
-    if months != 0 {
-        parts.push(plural(months as i64, "mon", "mons"));
-    }
-    if days != 0 {
-        parts.push(plural(days as i64, "day", "days"));
-    }
-    if micros != 0 || parts.is_empty() {
-        let sign = if micros < 0 { "-" } else { "" };
-        parts.push(format!("{sign}{}", time_text(micros.abs())));
-    }
-    parts.join(" ")
+    text
 }
 
 fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {

@@ -1,14 +1,20 @@
 //! Analyzer rules that give query results Postgres's types where DataFusion's differ.
 //!
-//! `sum(bigint)` is `numeric` in Postgres, so a sum never overflows; DataFusion's is `bigint`
-//! and silently wraps around. The rule sums `bigint` arguments as `numeric(38,0)` instead,
-//! keeping the aggregate's output name, before type coercion runs.
+//! - `sum(bigint)` is `numeric` in Postgres, so a sum never overflows; DataFusion's is
+//!   `bigint` and silently wraps around. [`SumBigintAsNumeric`] sums arguments computed from
+//!   `bigint` columns as `numeric(38,0)` instead, keeping the aggregate's output name. (DataFusion
+//!   types integer literals as `bigint`, so `sum(int_column * 2)` stays `bigint`, as in
+//!   Postgres: only `bigint` columns make a sum `numeric`.)
+//! - Casting `numeric` or a float to an integer rounds in Postgres; DataFusion truncates.
+//!   [`RoundingIntegerCasts`] rounds first.
+//!
+//! Both run before type coercion.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::Transformed;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
@@ -69,6 +75,14 @@ fn widen_bigint_sum(expr: &Expr, schema: &datafusion::common::DFSchema) -> Resul
     ) {
         return Ok(None);
     }
+    let reads_bigint_column = params.args[0].column_refs().iter().any(|column| {
+        schema
+            .qualified_field_from_column(column)
+            .is_ok_and(|(_, f)| matches!(f.data_type(), DataType::Int64 | DataType::UInt64))
+    });
+    if !reads_bigint_column {
+        return Ok(None);
+    }
     let mut params = params.clone();
     params.args[0] = params.args[0]
         .clone()
@@ -77,4 +91,97 @@ fn widen_bigint_sum(expr: &Expr, schema: &datafusion::common::DFSchema) -> Resul
         func: Arc::clone(func),
         params,
     })))
+}
+
+/// Rounds (half away from zero) before casting `numeric` or a float to an integer type.
+#[derive(Debug, Default)]
+pub struct RoundingIntegerCasts;
+
+impl AnalyzerRule for RoundingIntegerCasts {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schema = node
+                .inputs()
+                .first()
+                .map(|input| input.schema().clone())
+                .unwrap_or_else(|| Arc::new(datafusion::common::DFSchema::empty()));
+            node.map_expressions(|expr| {
+                expr.transform_up(|e| {
+                    let Expr::Cast(cast) = &e else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let target_is_integer = cast.field.data_type().is_integer();
+                    let source = cast.expr.get_type(schema.as_ref());
+                    let source_is_fractional = source.is_ok_and(|t| {
+                        matches!(
+                            t,
+                            DataType::Float16
+                                | DataType::Float32
+                                | DataType::Float64
+                                | DataType::Decimal128(..)
+                        )
+                    });
+                    if !(target_is_integer && source_is_fractional) {
+                        return Ok(Transformed::no(e));
+                    }
+                    let rounded = datafusion::functions::math::expr_fn::round(vec![cast
+                        .expr
+                        .as_ref()
+                        .clone()]);
+                    let mut rounded_cast = cast.clone();
+                    rounded_cast.expr = Box::new(rounded);
+                    Ok(Transformed::yes(Expr::Cast(rounded_cast)))
+                })
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "rounding_integer_casts"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::datasource::MemTable;
+    use datafusion::prelude::SessionContext;
+
+    async fn sum_type(expression: &str) -> DataType {
+        let catalog = datafusion::catalog::MemoryCatalogProvider::new();
+        datafusion::catalog::CatalogProvider::register_schema(
+            &catalog,
+            "public",
+            Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
+        )
+        .unwrap();
+        let state = crate::session::new_state(Arc::new(catalog));
+        let context = SessionContext::new_with_state(state);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int32, true),
+            Field::new("b", DataType::Int64, true),
+        ]));
+        context
+            .register_table(
+                "fluxion.public.t",
+                Arc::new(MemTable::try_new(schema, vec![vec![]]).unwrap()),
+            )
+            .unwrap();
+        let frame = context
+            .sql(&format!("SELECT sum({expression}) FROM t"))
+            .await
+            .unwrap();
+        let plan = frame.into_optimized_plan().unwrap();
+        plan.schema().field(0).data_type().clone()
+    }
+
+    #[tokio::test]
+    async fn only_sums_of_bigint_columns_become_numeric() {
+        assert_eq!(sum_type("b").await, DataType::Decimal128(38, 0));
+        assert_eq!(sum_type("b * 2").await, DataType::Decimal128(38, 0));
+        assert_eq!(sum_type("i").await, DataType::Int64);
+        assert_eq!(sum_type("i * 2").await, DataType::Int64);
+    }
 }

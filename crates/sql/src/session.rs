@@ -36,6 +36,7 @@ pub fn config() -> SessionConfig {
 pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
     analyzer_rules.insert(0, Arc::new(crate::postgres_types::SumBigintAsNumeric));
+    analyzer_rules.insert(1, Arc::new(crate::postgres_types::RoundingIntegerCasts));
     let state = SessionStateBuilder::new()
         .with_config(config())
         .with_default_features()

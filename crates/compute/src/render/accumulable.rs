@@ -82,7 +82,7 @@ pub(crate) fn render<'s>(
                 .collect();
             match values.and_then(|values| encode_values(&output, &values)) {
                 Ok(row) => out.push((row, 1)),
-                Err(error) => errors.record(dataflow, 1, &error),
+                Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
     ))

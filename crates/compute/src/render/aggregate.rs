@@ -50,14 +50,14 @@ pub(crate) fn render<'s>(
                 .iter()
                 .map(|aggregate| {
                     aggregate_group(aggregate, &batch, &counts).unwrap_or_else(|error| {
-                        errors.record(dataflow, 1, &error);
+                        errors.record(dataflow, 0, 1, &error);
                         ScalarValue::try_from(&aggregate.output_type).unwrap_or(ScalarValue::Null)
                     })
                 })
                 .collect::<Vec<_>>();
             match encode_values(&output, &values) {
                 Ok(row) => out.push((row, 1)),
-                Err(error) => errors.record(dataflow, 1, &error),
+                Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
     ))

@@ -211,7 +211,9 @@ fn key_by<'s>(
                     input.for_each(|time, data| {
                         let evaluated = evaluator.evaluate(data.iter().map(|(row, _, _)| row));
                         if let Some((_, error)) = evaluated.failures.first() {
-                            errors.record(dataflow, evaluated.failures.len() as u64, error);
+                            let rows: i64 =
+                                evaluated.failures.iter().map(|(i, _)| data[*i].2).sum();
+                            errors.record(dataflow, rows, evaluated.failures.len() as u64, error);
                         }
                         let null_keys = if nulls_equal {
                             vec![false; evaluated.rows.len()]
@@ -279,7 +281,9 @@ fn filter_pairs<'s>(
                             .collect();
                         let evaluated = evaluator.evaluate(joined.iter().map(|(row, _, _)| row));
                         if let Some((_, error)) = evaluated.failures.first() {
-                            errors.record(dataflow, evaluated.failures.len() as u64, error);
+                            let rows: i64 =
+                                evaluated.failures.iter().map(|(i, _)| joined[*i].2).sum();
+                            errors.record(dataflow, rows, evaluated.failures.len() as u64, error);
                         }
                         let mut session = output.session(&time);
                         for (index, _) in evaluated.rows {

@@ -42,7 +42,9 @@ pub(crate) fn render<'s>(
                     input.for_each(|time, data| {
                         let evaluated = evaluator.evaluate(data.iter().map(|(row, _, _)| row));
                         if let Some((_, error)) = evaluated.failures.first() {
-                            errors.record(dataflow, evaluated.failures.len() as u64, error);
+                            let rows: i64 =
+                                evaluated.failures.iter().map(|(i, _)| data[*i].2).sum();
+                            errors.record(dataflow, rows, evaluated.failures.len() as u64, error);
                         }
                         let mut session = output.session(&time);
                         for (index, row) in evaluated.rows {
