@@ -58,12 +58,12 @@ pub struct Coordinator {
 /// Parses SQL text into statements.
 ///
 /// Literals are normalized to spellings DataFusion's parsers accept (see
-/// [`crate::temporal_literals`]).
+/// [`crate::postgres_literals`]).
 pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .map_err(|e| CoordError::Syntax(e.to_string()))?;
     for statement in &mut statements {
-        crate::temporal_literals::normalize_temporal_literals(statement);
+        crate::postgres_literals::normalize_literals(statement);
     }
     Ok(statements)
 }

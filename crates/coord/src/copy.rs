@@ -17,9 +17,9 @@ use repr::{GlobalId, Row};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::postgres_literals::{normalize, Temporal};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::temporal_literals::{normalize, Temporal};
 use crate::write::{check_not_null, TableCodecs};
 
 /// The wire format of COPY data.

@@ -16,6 +16,7 @@ mod copy;
 mod ddl;
 mod error;
 mod naming;
+mod postgres_literals;
 mod read;
 mod recovery;
 mod response;
@@ -23,7 +24,6 @@ mod session;
 mod show;
 mod statement_checks;
 mod system_tables;
-mod temporal_literals;
 mod timestamps;
 mod write;
 

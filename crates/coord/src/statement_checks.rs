@@ -12,7 +12,7 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::error::CoordError;
-use crate::temporal_literals::{normalize_string_literal, Temporal};
+use crate::postgres_literals::{normalize_string_literal, Temporal};
 use crate::write::TableCodecs;
 
 /// Refuses `INTERSECT ALL` and `EXCEPT ALL`: DataFusion computes them as semi and anti joins,

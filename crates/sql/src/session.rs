@@ -24,6 +24,8 @@ pub fn config() -> SessionConfig {
     options.sql_parser.dialect = Dialect::PostgreSQL;
     options.sql_parser.map_string_types_to_utf8view = false;
     options.sql_parser.enable_ident_normalization = true;
+    // `1.5` is numeric, as in Postgres: exact in comparisons with numeric columns.
+    options.sql_parser.parse_float_as_decimal = true;
     options.execution.time_zone = Some("UTC".to_string());
     // Scalar subqueries become joins, which dataflows can maintain.
     options

@@ -57,7 +57,7 @@ impl Lowerer<'_> {
             check_order_by(&function, &params.order_by, params.args.first())?;
             let argument = match params.args.first() {
                 Some(Expr::Literal(value, _))
-                    if function == AggregateFunc::Count && !value.is_null() =>
+                    if function == AggregateFunc::Count && !value.is_null() && !params.distinct =>
                 {
                     None
                 }

@@ -30,7 +30,7 @@ impl Lowerer<'_> {
                 ))
             }
         };
-        if kind == JoinKind::LeftAntiNullAware && join.filter.is_some() {
+        if kind == JoinKind::LeftAntiNullAware && (join.filter.is_some() || join.on.len() > 1) {
             return Err(SqlError::not_incremental(
                 "correlated NOT IN",
                 "use NOT EXISTS, which has no NULL surprises",

@@ -1,16 +1,22 @@
-//! Postgres's spellings of temporal values that DataFusion's parsers do not accept.
+//! Postgres's spellings of literals that DataFusion's parsers read differently or not at all.
 //!
-//! Postgres reads `TIMESTAMP '2024-01-01 10:00'` (no seconds) and intervals such as
-//! `'1 year 2 months 3 days 04:05:06.5'` or `'-1 days 00:00:01'` (a clock-time part); the Arrow
-//! parsers behind DataFusion reject both. String literals that become timestamps or intervals
-//! are rewritten into spellings both understand before the statement is planned. So are
-//! `'\\x…'::bytea` literals, which Postgres reads as hex digits.
+//! - Postgres reads `TIMESTAMP '2024-01-01 10:00'` (no seconds) and intervals such as
+//!   `'1 year 2 months 3 days 04:05:06.5'` or `'-1 days 00:00:01'` (a clock-time part); the
+//!   Arrow parsers behind DataFusion reject both.
+//! - `'\\x0102'::bytea` means the bytes 01 02 in Postgres, not the text's bytes.
+//! - Literals with a decimal point are numeric (as in Postgres, so `n = 559.80` compares
+//!   exactly), but DataFusion cannot hold exponent literals such as `1e300` as decimals; those
+//!   are read as double precision.
+//!
+//! Such literals are rewritten into spellings DataFusion understands before planning.
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, DataType as SqlType, Expr, Statement, Value,
+    visit_expressions_mut, DataType as SqlType, Expr, Statement, Value, ValueWithSpan,
 };
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 
 /// Which kind of temporal value a literal becomes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,9 +37,8 @@ pub(crate) fn temporal_kind(data_type: &SqlType) -> Option<Temporal> {
     }
 }
 
-/// Rewrites temporal string literals (`TIMESTAMP '…'`, `'…'::interval`, `INTERVAL '…'`) in
-/// the statement.
-pub(crate) fn normalize_temporal_literals(statement: &mut Statement) {
+/// Rewrites the statement's literals (see the module documentation).
+pub(crate) fn normalize_literals(statement: &mut Statement) {
     let _ = visit_expressions_mut(statement, |expr| {
         match expr {
             Expr::TypedString(typed) => {
@@ -53,6 +58,18 @@ pub(crate) fn normalize_temporal_literals(statement: &mut Statement) {
                 }
                 if matches!(data_type, SqlType::Bytea) {
                     crate::statement_checks::rewrite_bytea_literal(inner);
+                }
+            }
+            Expr::Value(ValueWithSpan {
+                value: Value::Number(digits, _),
+                ..
+            }) if digits.contains(['e', 'E']) => {
+                let text = format!("CAST('{digits}' AS DOUBLE PRECISION)");
+                if let Ok(float) = Parser::new(&PostgreSqlDialect {})
+                    .try_with_sql(&text)
+                    .and_then(|mut p| p.parse_expr())
+                {
+                    *expr = float;
                 }
             }
             Expr::Interval(interval) if interval.leading_field.is_none() => {

@@ -1,0 +1,275 @@
+//! Random scalar expressions of a requested type over the columns in scope.
+//!
+//! Every expression is total on the value domains the schema generator uses: no division,
+//! no casts that can fail, arithmetic far from overflow. One function per construct; the
+//! depth bound keeps expressions readable in a failure report.
+
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::Rng;
+
+use super::model::{SqlType, Value};
+use super::schema::random_non_null;
+
+/// The kind of value an expression yields; `integer` and `bigint` are one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `integer` or `bigint`.
+    Int,
+    /// `numeric`.
+    Numeric,
+    /// `text`.
+    Text,
+    /// `boolean`.
+    Bool,
+}
+
+impl Kind {
+    /// The kind of a column type.
+    pub fn of(ty: SqlType) -> Kind {
+        match ty {
+            SqlType::Int | SqlType::BigInt => Kind::Int,
+            SqlType::Numeric => Kind::Numeric,
+            SqlType::Text => Kind::Text,
+            SqlType::Bool => Kind::Bool,
+        }
+    }
+
+    /// A column type of this kind, for literals.
+    fn column_type(self) -> SqlType {
+        match self {
+            Kind::Int => SqlType::Int,
+            Kind::Numeric => SqlType::Numeric,
+            Kind::Text => SqlType::Text,
+            Kind::Bool => SqlType::Bool,
+        }
+    }
+}
+
+/// A column visible to an expression: `qualifier.name`.
+#[derive(Debug, Clone)]
+pub struct ScopeColumn {
+    /// The table alias.
+    pub qualifier: String,
+    /// The column name.
+    pub name: String,
+    /// The column type.
+    pub ty: SqlType,
+}
+
+impl ScopeColumn {
+    /// The qualified reference.
+    pub fn sql(&self) -> String {
+        format!("{}.{}", self.qualifier, self.name)
+    }
+
+    /// The kind of value it holds.
+    pub fn kind(&self) -> Kind {
+        Kind::of(self.ty)
+    }
+}
+
+/// The columns an expression may refer to.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Every visible column.
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    /// The visible columns of `kind`.
+    pub fn of_kind(&self, kind: Kind) -> Vec<&ScopeColumn> {
+        self.columns.iter().filter(|c| c.kind() == kind).collect()
+    }
+}
+
+/// The deepest nesting of generated expressions.
+const MAX_DEPTH: u32 = 2;
+
+/// A random expression of `kind`; columns are preferred so results depend on the data.
+pub fn expr(rng: &mut StdRng, scope: &Scope, kind: Kind) -> String {
+    expr_at(rng, scope, kind, 0)
+}
+
+fn expr_at(rng: &mut StdRng, scope: &Scope, kind: Kind, depth: u32) -> String {
+    let columns = scope.of_kind(kind);
+    let leaf_probability = if depth >= MAX_DEPTH { 1.0 } else { 0.55 };
+    if rng.random_bool(leaf_probability) {
+        return match columns.choose(rng) {
+            Some(column) if rng.random_bool(0.85) => column.sql(),
+            _ => literal(rng, kind),
+        };
+    }
+    let depth = depth + 1;
+    match kind {
+        Kind::Int => int_expr(rng, scope, depth),
+        Kind::Numeric => numeric_expr(rng, scope, depth),
+        Kind::Text => text_expr(rng, scope, depth),
+        Kind::Bool => bool_expr(rng, scope, depth),
+    }
+}
+
+/// A column of `kind` if one is in scope, else a literal.
+pub fn column_or_literal(rng: &mut StdRng, scope: &Scope, kind: Kind) -> String {
+    match scope.of_kind(kind).choose(rng) {
+        Some(column) => column.sql(),
+        None => literal(rng, kind),
+    }
+}
+
+/// A literal of `kind` from the data domains (numeric literals are cast to keep their type).
+pub fn literal(rng: &mut StdRng, kind: Kind) -> String {
+    match random_non_null(rng, kind.column_type()) {
+        Value::Numeric(cents) => {
+            format!("CAST({} AS NUMERIC(10,2))", Value::Numeric(cents).literal())
+        }
+        Value::Int(i) => Value::Int(i.clamp(-20, 20)).literal(),
+        other => other.literal(),
+    }
+}
+
+/// Integer arithmetic, CASE, COALESCE, length, abs, modulo by a positive constant.
+fn int_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
+    match rng.random_range(0..8) {
+        0 => format!("({} + {})", sub(rng, Kind::Int), sub(rng, Kind::Int)),
+        1 => format!("({} - {})", sub(rng, Kind::Int), sub(rng, Kind::Int)),
+        2 => format!("({} * {})", sub(rng, Kind::Int), rng.random_range(-3..=3)),
+        3 => case_expr(rng, scope, Kind::Int, depth),
+        4 => format!(
+            "COALESCE({}, {})",
+            sub(rng, Kind::Int),
+            literal(rng, Kind::Int)
+        ),
+        5 => format!("length({})", sub(rng, Kind::Text)),
+        6 => format!("abs({})", sub(rng, Kind::Int)),
+        _ => format!("({} % {})", sub(rng, Kind::Int), rng.random_range(2..=4)),
+    }
+}
+
+/// Numeric arithmetic, casts from integers, CASE, COALESCE.
+fn numeric_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
+    match rng.random_range(0..5) {
+        0 => format!(
+            "({} + {})",
+            sub(rng, Kind::Numeric),
+            sub(rng, Kind::Numeric)
+        ),
+        1 => format!("({} - {})", sub(rng, Kind::Numeric), sub(rng, Kind::Int)),
+        2 => format!("CAST({} AS NUMERIC(20,2))", sub(rng, Kind::Int)),
+        3 => case_expr(rng, scope, Kind::Numeric, depth),
+        _ => format!(
+            "COALESCE({}, {})",
+            sub(rng, Kind::Numeric),
+            literal(rng, Kind::Numeric)
+        ),
+    }
+}
+
+/// String functions, concatenation, casts from integers, CASE, COALESCE.
+fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
+    match rng.random_range(0..9) {
+        0 => format!("upper({})", sub(rng, Kind::Text)),
+        1 => format!("lower({})", sub(rng, Kind::Text)),
+        2 => format!("({} || {})", sub(rng, Kind::Text), sub(rng, Kind::Text)),
+        3 => format!("substr({}, 1, 2)", sub(rng, Kind::Text)),
+        4 => format!("CAST({} AS TEXT)", sub(rng, Kind::Int)),
+        5 => format!("replace({}, 'a', 'q')", sub(rng, Kind::Text)),
+        6 => format!("concat({}, {})", sub(rng, Kind::Text), sub(rng, Kind::Int)),
+        7 => case_expr(rng, scope, Kind::Text, depth),
+        _ => format!(
+            "COALESCE({}, {})",
+            sub(rng, Kind::Text),
+            literal(rng, Kind::Text)
+        ),
+    }
+}
+
+/// Comparisons, NULL tests, boolean connectives, BETWEEN, IN lists, LIKE.
+fn bool_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    match rng.random_range(0..9) {
+        0..=2 => comparison(rng, scope, depth),
+        3 => {
+            let kind = *[Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
+                .choose(rng)
+                .unwrap();
+            let negation = if rng.random_bool(0.5) { " NOT" } else { "" };
+            format!("({} IS{negation} NULL)", expr_at(rng, scope, kind, depth))
+        }
+        4 => format!("(NOT {})", expr_at(rng, scope, Kind::Bool, depth)),
+        5 => {
+            let connective = if rng.random_bool(0.5) { "AND" } else { "OR" };
+            format!(
+                "({} {connective} {})",
+                expr_at(rng, scope, Kind::Bool, depth),
+                expr_at(rng, scope, Kind::Bool, depth)
+            )
+        }
+        6 => format!(
+            "({} BETWEEN {} AND {})",
+            expr_at(rng, scope, Kind::Int, depth),
+            rng.random_range(-2..=3),
+            rng.random_range(3..=8)
+        ),
+        7 => {
+            let values: Vec<String> = (0..rng.random_range(1..=3))
+                .map(|_| literal(rng, Kind::Int))
+                .collect();
+            let negation = if rng.random_bool(0.3) { " NOT" } else { "" };
+            format!(
+                "({}{negation} IN ({}))",
+                expr_at(rng, scope, Kind::Int, depth),
+                values.join(", ")
+            )
+        }
+        _ => {
+            let pattern = ["a%", "%b", "_", "%a%"].choose(rng).unwrap();
+            format!(
+                "({} LIKE '{pattern}')",
+                expr_at(rng, scope, Kind::Text, depth)
+            )
+        }
+    }
+}
+
+/// `a op b` for two expressions of one comparable kind.
+pub fn comparison(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let kind = *[Kind::Int, Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
+        .choose(rng)
+        .unwrap();
+    let op = ["=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM"]
+        .choose(rng)
+        .unwrap();
+    format!(
+        "({} {op} {})",
+        expr_at(rng, scope, kind, depth),
+        expr_at(rng, scope, kind, depth)
+    )
+}
+
+/// `CASE WHEN cond THEN a [WHEN cond THEN b] ELSE c END`, sometimes without ELSE (NULL).
+fn case_expr(rng: &mut StdRng, scope: &Scope, kind: Kind, depth: u32) -> String {
+    let mut sql = String::from("CASE");
+    for _ in 0..rng.random_range(1..=2) {
+        sql.push_str(&format!(
+            " WHEN {} THEN {}",
+            expr_at(rng, scope, Kind::Bool, depth),
+            expr_at(rng, scope, kind, depth)
+        ));
+    }
+    if rng.random_bool(0.7) {
+        sql.push_str(&format!(" ELSE {}", expr_at(rng, scope, kind, depth)));
+    }
+    sql.push_str(" END");
+    sql
+}
+
+/// A predicate for a WHERE clause (a boolean expression that is never just a literal).
+pub fn predicate(rng: &mut StdRng, scope: &Scope) -> String {
+    match rng.random_range(0..3) {
+        0 => comparison(rng, scope, 1),
+        _ => bool_expr(rng, scope, 1),
+    }
+}

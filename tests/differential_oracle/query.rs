@@ -1,0 +1,458 @@
+//! Random view queries from the set issue 2 requires Fluxion to maintain incrementally.
+//!
+//! One function per query shape. Every query names its output columns `o0, o1, …` so views
+//! over joins never have duplicate names, and every ORDER BY … LIMIT orders by all output
+//! columns, so the rows it keeps are determined up to identical rows.
+
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::Rng;
+
+use super::expr::{column_or_literal, expr, literal, predicate, Kind, Scope, ScopeColumn};
+use super::model::Table;
+use super::subquery::subquery_filter;
+
+/// A view's query, and the query the oracle runs for it: the same text except where
+/// DataFusion cannot run a construct and an equivalent one is substituted.
+#[derive(Debug, Clone)]
+pub struct ViewQuery {
+    /// The query Fluxion maintains.
+    pub sql: String,
+    /// The equivalent query the oracle runs.
+    pub oracle_sql: String,
+    /// The kind of each output column `o0, o1, …` (`None`: floating point, never referred
+    /// to by another view).
+    pub outputs: Vec<Option<Kind>>,
+}
+
+/// One output column: its expression and its kind (`None` for floating point).
+pub(super) struct Output {
+    pub(super) sql: String,
+    pub(super) kind: Option<Kind>,
+}
+
+impl Output {
+    fn of(sql: String, kind: Kind) -> Output {
+        Output {
+            sql,
+            kind: Some(kind),
+        }
+    }
+}
+
+/// A generated query: its text, the oracle's equivalent when it differs, and the kinds of
+/// its output columns `o0, o1, …`.
+pub(super) struct Query {
+    pub(super) sql: String,
+    pub(super) oracle_sql: Option<String>,
+    pub(super) outputs: Vec<Option<Kind>>,
+}
+
+impl Query {
+    /// `SELECT <outputs AS o0, …> <rest>`, the same for Fluxion and the oracle.
+    fn select(outputs: &[Output], rest: &str) -> Query {
+        Query {
+            sql: format!("SELECT {}{rest}", aliased(outputs)),
+            oracle_sql: None,
+            outputs: outputs.iter().map(|o| o.kind).collect(),
+        }
+    }
+}
+
+/// A random query over `tables` (base tables, and earlier views described as tables).
+pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
+    let query = match rng.random_range(0..16) {
+        0..=1 => select_filter(rng, tables),
+        2..=3 => join_query(rng, tables),
+        4..=6 => group_by_query(rng, tables),
+        7 => global_aggregate(rng, tables),
+        8 => distinct_query(rng, tables),
+        9..=10 => set_operation(rng, tables),
+        11..=13 => subquery_filter(rng, tables),
+        _ => top_k(rng, tables),
+    };
+    ViewQuery {
+        oracle_sql: query.oracle_sql.unwrap_or_else(|| query.sql.clone()),
+        sql: query.sql,
+        outputs: query.outputs,
+    }
+}
+
+/// A FROM clause and the columns it brings into scope.
+pub(super) struct From {
+    pub(super) sql: String,
+    pub(super) scope: Scope,
+}
+
+/// The columns of `table` under `alias`.
+fn scope_of(table: &Table, alias: &str) -> Scope {
+    Scope {
+        columns: table
+            .columns
+            .iter()
+            .map(|c| ScopeColumn {
+                qualifier: alias.to_string(),
+                name: c.name.clone(),
+                ty: c.ty,
+            })
+            .collect(),
+    }
+}
+
+/// `FROM t AS alias` for a random table.
+pub(super) fn single_table(rng: &mut StdRng, tables: &[Table], alias: &str) -> From {
+    let table = tables.choose(rng).unwrap();
+    From {
+        sql: format!("{} AS {alias}", table.name),
+        scope: scope_of(table, alias),
+    }
+}
+
+/// A single table, or a 2- or 3-way equi-join of (possibly repeated) tables.
+fn from_clause(rng: &mut StdRng, tables: &[Table]) -> From {
+    match rng.random_range(0..5) {
+        0..=1 => single_table(rng, tables, "x0"),
+        2..=3 => join_chain(rng, tables, 2),
+        _ => join_chain(rng, tables, 3),
+    }
+}
+
+/// `x0 JOIN x1 ON … [JOIN x2 ON …]`: each join is inner, left, right or full, on one or two
+/// equalities between comparable columns, sometimes with an extra non-equi condition.
+fn join_chain(rng: &mut StdRng, tables: &[Table], count: usize) -> From {
+    let mut from = single_table(rng, tables, "x0");
+    for i in 1..count {
+        let alias = format!("x{i}");
+        let table = tables.choose(rng).unwrap();
+        let right = scope_of(table, &alias);
+        let kind = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
+            .choose(rng)
+            .unwrap();
+        let condition = join_condition(rng, &from.scope, &right);
+        from.sql = format!(
+            "{} {kind} {} AS {alias} ON {condition}",
+            from.sql, table.name
+        );
+        from.scope.columns.extend(right.columns);
+    }
+    from
+}
+
+/// One or two equalities `left.col = right.col` (the first always on integer columns, which
+/// every table has), sometimes with an extra condition on the right side's columns.
+fn join_condition(rng: &mut StdRng, left: &Scope, right: &Scope) -> String {
+    let pairs: Vec<(&ScopeColumn, &ScopeColumn)> = left
+        .columns
+        .iter()
+        .flat_map(|l| right.columns.iter().map(move |r| (l, r)))
+        .filter(|(l, r)| l.ty.is_comparable_with(r.ty))
+        .collect();
+    let integer_pairs: Vec<_> = pairs
+        .iter()
+        .filter(|(l, _)| l.kind() == Kind::Int)
+        .collect();
+    let (l, r) = integer_pairs
+        .choose(rng)
+        .expect("invariant: every table has an integer column");
+    let mut condition = format!("{} = {}", l.sql(), r.sql());
+    if rng.random_bool(0.2) {
+        let (l, r) = pairs.choose(rng).unwrap();
+        condition.push_str(&format!(" AND {} = {}", l.sql(), r.sql()));
+    }
+    if rng.random_bool(0.15) {
+        condition.push_str(&format!(" AND {}", predicate(rng, right)));
+    }
+    condition
+}
+
+/// 1–4 expressions of random kinds for a select list.
+pub(super) fn select_exprs(rng: &mut StdRng, scope: &Scope) -> Vec<Output> {
+    (0..rng.random_range(1..=4))
+        .map(|_| any_expr(rng, scope))
+        .collect()
+}
+
+/// An expression of a random kind.
+fn any_expr(rng: &mut StdRng, scope: &Scope) -> Output {
+    let kind = random_kind(rng);
+    Output::of(expr(rng, scope, kind), kind)
+}
+
+fn random_kind(rng: &mut StdRng) -> Kind {
+    *[Kind::Int, Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
+        .choose(rng)
+        .unwrap()
+}
+
+/// ` WHERE p` half of the time.
+fn maybe_where(rng: &mut StdRng, scope: &Scope) -> String {
+    if rng.random_bool(0.5) {
+        format!(" WHERE {}", predicate(rng, scope))
+    } else {
+        String::new()
+    }
+}
+
+/// `SELECT exprs FROM t [WHERE p]`.
+fn select_filter(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let from = single_table(rng, tables, "x0");
+    let outputs = select_exprs(rng, &from.scope);
+    let filter = maybe_where(rng, &from.scope);
+    Query::select(&outputs, &format!(" FROM {}{filter}", from.sql))
+}
+
+/// `SELECT exprs FROM a JOIN b ON … [JOIN c ON …] [WHERE p]`.
+fn join_query(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let count = rng.random_range(2..=3);
+    let from = join_chain(rng, tables, count);
+    let outputs = select_exprs(rng, &from.scope);
+    let filter = maybe_where(rng, &from.scope);
+    Query::select(&outputs, &format!(" FROM {}{filter}", from.sql))
+}
+
+/// `count` aggregate calls with at most one string_agg (DataFusion, the oracle, cannot run
+/// two aggregates ordered differently in one query).
+fn aggregates(rng: &mut StdRng, scope: &Scope, count: usize) -> Vec<Output> {
+    let mut calls: Vec<Output> = Vec::with_capacity(count);
+    while calls.len() < count {
+        let call = aggregate(rng, scope);
+        let is_ordered = |c: &Output| c.sql.starts_with("string_agg");
+        if !(is_ordered(&call) && calls.iter().any(is_ordered)) {
+            calls.push(call);
+        }
+    }
+    calls
+}
+
+/// A random aggregate call over the scope.
+fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
+    let numeric_kind = if rng.random_bool(0.6) {
+        Kind::Int
+    } else {
+        Kind::Numeric
+    };
+    let ordered_kind = *[Kind::Int, Kind::Numeric, Kind::Text].choose(rng).unwrap();
+    let of = Output::of;
+    match rng.random_range(0..11) {
+        0 => of("count(*)".to_string(), Kind::Int),
+        1 => of(format!("count({})", any_expr(rng, scope).sql), Kind::Int),
+        2 => of(
+            format!("sum({})", expr(rng, scope, numeric_kind)),
+            numeric_kind,
+        ),
+        3 => Output {
+            sql: format!("avg({})", expr(rng, scope, numeric_kind)),
+            // avg of integers is a double; of numerics, a numeric.
+            kind: (numeric_kind == Kind::Numeric).then_some(Kind::Numeric),
+        },
+        4 => of(
+            format!("min({})", expr(rng, scope, ordered_kind)),
+            ordered_kind,
+        ),
+        5 => of(
+            format!("max({})", column_or_literal(rng, scope, ordered_kind)),
+            ordered_kind,
+        ),
+        6 => of(
+            format!("count(DISTINCT {})", any_expr(rng, scope).sql),
+            Kind::Int,
+        ),
+        7 => of(
+            format!("bool_and({})", expr(rng, scope, Kind::Bool)),
+            Kind::Bool,
+        ),
+        8 => of(
+            format!("bool_or({})", expr(rng, scope, Kind::Bool)),
+            Kind::Bool,
+        ),
+        9 => {
+            let text = expr(rng, scope, Kind::Text);
+            of(
+                format!("string_agg({text}, ',' ORDER BY {text})"),
+                Kind::Text,
+            )
+        }
+        _ => of(
+            format!("max({})", expr(rng, scope, ordered_kind)),
+            ordered_kind,
+        ),
+    }
+}
+
+/// `HAVING` on an aggregate: a count threshold, a sum or extreme compared with a constant.
+fn having(rng: &mut StdRng, scope: &Scope) -> String {
+    match rng.random_range(0..4) {
+        0 => format!("count(*) > {}", rng.random_range(0..=2)),
+        1 => format!(
+            "sum({}) > {}",
+            column_or_literal(rng, scope, Kind::Int),
+            rng.random_range(-2..=6)
+        ),
+        2 => format!(
+            "max({}) >= {}",
+            column_or_literal(rng, scope, Kind::Int),
+            literal(rng, Kind::Int)
+        ),
+        _ => format!("min({}) IS NOT NULL", any_expr(rng, scope).sql),
+    }
+}
+
+/// `SELECT keys, aggregates FROM … [WHERE] GROUP BY keys [HAVING]`.
+fn group_by_query(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let from = from_clause(rng, tables);
+    let mut outputs: Vec<Output> = Vec::new();
+    for _ in 0..rng.random_range(1..=2) {
+        let key = group_key(rng, &from.scope);
+        if outputs.iter().all(|k| k.sql != key.sql) {
+            outputs.push(key);
+        }
+    }
+    let keys: Vec<String> = outputs.iter().map(|k| k.sql.clone()).collect();
+    let count = rng.random_range(1..=3);
+    outputs.extend(aggregates(rng, &from.scope, count));
+    let filter = maybe_where(rng, &from.scope);
+    let having = if rng.random_bool(0.3) {
+        format!(" HAVING {}", having(rng, &from.scope))
+    } else {
+        String::new()
+    };
+    Query::select(
+        &outputs,
+        &format!(
+            " FROM {}{filter} GROUP BY {}{having}",
+            from.sql,
+            keys.join(", ")
+        ),
+    )
+}
+
+/// A grouping expression: mostly a column, sometimes an expression over columns. Never a
+/// constant (GROUP BY would read it as a position), nor a bare CAST (DataFusion names
+/// `CAST(x AS t)` like `x`, and fails on `GROUP BY x, CAST(x AS t)`).
+fn group_key(rng: &mut StdRng, scope: &Scope) -> Output {
+    if rng.random_bool(0.75) {
+        let column = scope.columns.choose(rng).unwrap();
+        return Output::of(column.sql(), column.kind());
+    }
+    loop {
+        let e = any_expr(rng, scope);
+        if !e.sql.starts_with("CAST(") && scope.columns.iter().any(|c| e.sql.contains(&c.sql())) {
+            return e;
+        }
+    }
+}
+
+/// `SELECT aggregates FROM … [WHERE]`: one row even over no input.
+fn global_aggregate(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let from = from_clause(rng, tables);
+    let count = rng.random_range(1..=4);
+    let outputs = aggregates(rng, &from.scope, count);
+    let filter = maybe_where(rng, &from.scope);
+    let having = if rng.random_bool(0.15) {
+        format!(" HAVING {}", having(rng, &from.scope))
+    } else {
+        String::new()
+    };
+    Query::select(&outputs, &format!(" FROM {}{filter}{having}", from.sql))
+}
+
+/// `expr AS o0, …`.
+pub(super) fn aliased(outputs: &[Output]) -> String {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| format!("{} AS o{i}", o.sql))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `SELECT DISTINCT exprs FROM … [WHERE]`.
+fn distinct_query(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let from = from_clause(rng, tables);
+    let outputs: Vec<Output> = (0..rng.random_range(1..=3))
+        .map(|_| {
+            let kind = random_kind(rng);
+            Output::of(column_or_literal(rng, &from.scope, kind), kind)
+        })
+        .collect();
+    let filter = maybe_where(rng, &from.scope);
+    let mut query = Query::select(&outputs, &format!(" FROM {}{filter}", from.sql));
+    query.sql = query.sql.replacen("SELECT", "SELECT DISTINCT", 1);
+    query
+}
+
+/// `q1 {UNION ALL | UNION | INTERSECT | EXCEPT} q2 [… q3]` over one column signature.
+fn set_operation(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let signature: Vec<Kind> = (0..rng.random_range(1..=2))
+        .map(|_| *[Kind::Int, Kind::Int, Kind::Text].choose(rng).unwrap())
+        .collect();
+    let op = ["UNION ALL", "UNION", "INTERSECT", "EXCEPT"]
+        .choose(rng)
+        .unwrap();
+    let arms = if rng.random_bool(0.2) { 3 } else { 2 };
+    let sql = (0..arms)
+        .map(|_| set_operation_arm(rng, tables, &signature))
+        .collect::<Vec<_>>()
+        .join(&format!(" {op} "));
+    Query {
+        sql,
+        oracle_sql: None,
+        outputs: signature.into_iter().map(Some).collect(),
+    }
+}
+
+/// One side of a set operation: integers are cast to bigint so every side has one type.
+fn set_operation_arm(rng: &mut StdRng, tables: &[Table], signature: &[Kind]) -> String {
+    let from = single_table(rng, tables, "x0");
+    let outputs: Vec<Output> = signature
+        .iter()
+        .map(|&kind| {
+            let e = if rng.random_bool(0.7) {
+                column_or_literal(rng, &from.scope, kind)
+            } else {
+                expr(rng, &from.scope, kind)
+            };
+            match kind {
+                Kind::Int => Output::of(format!("CAST({e} AS BIGINT)"), kind),
+                _ => Output::of(e, kind),
+            }
+        })
+        .collect();
+    let filter = maybe_where(rng, &from.scope);
+    Query::select(&outputs, &format!(" FROM {}{filter}", from.sql)).sql
+}
+
+/// `<query> ORDER BY o0, o1, … LIMIT n [OFFSET m]` over a filter, join or aggregate query.
+fn top_k(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let query = match rng.random_range(0..3) {
+        0 => select_filter(rng, tables),
+        1 => join_query(rng, tables),
+        _ => group_by_query(rng, tables),
+    };
+    let order: Vec<String> = (0..query.outputs.len())
+        .map(|i| {
+            let direction = if rng.random_bool(0.5) { "ASC" } else { "DESC" };
+            let nulls = if rng.random_bool(0.5) {
+                "NULLS FIRST"
+            } else {
+                "NULLS LAST"
+            };
+            format!("o{i} {direction} {nulls}")
+        })
+        .collect();
+    let offset = if rng.random_bool(0.2) {
+        format!(" OFFSET {}", rng.random_range(1..=2))
+    } else {
+        String::new()
+    };
+    let suffix = format!(
+        " ORDER BY {} LIMIT {}{offset}",
+        order.join(", "),
+        rng.random_range(1..=5)
+    );
+    Query {
+        oracle_sql: query.oracle_sql.map(|q| q + &suffix),
+        sql: query.sql + &suffix,
+        outputs: query.outputs,
+    }
+}
