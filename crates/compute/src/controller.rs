@@ -140,7 +140,7 @@ impl ComputeController {
     }
 
     /// Appends `(key, value)` updates to a table's input at `time`.
-    pub fn append(&self, id: GlobalId, time: Timestamp, updates: Vec<((Row, Row), Diff)>) {
+    pub fn append(&self, id: GlobalId, time: Timestamp, updates: Vec<crate::KeyedUpdate>) {
         let updates = Arc::new(updates);
         self.broadcast(|| Command::Append {
             id,

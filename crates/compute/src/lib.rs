@@ -21,3 +21,6 @@ pub use arrangement::ArrangementLayout;
 pub use command::{DataflowDesc, PeekFilter};
 pub use controller::{ComputeController, ComputeError};
 pub use errors::{DataflowErrorCounts, DataflowErrors};
+
+/// An update of an arranged input: a `(key, value)` pair and its change in multiplicity.
+pub type KeyedUpdate = ((repr::Row, repr::Row), repr::Diff);

@@ -192,8 +192,8 @@ impl Coordinator {
                 Ok((plan_types(&plan)?, None))
             }
             Statement::Update(update) => {
-                let (_, _, query, _) = self.update_query(update)?;
-                self.infer_rewritten(&query).await
+                let update = self.update_query(update)?;
+                self.infer_rewritten(&update.query).await
             }
             Statement::Delete(delete) => {
                 let (_, _, query) = self.delete_query(delete)?;

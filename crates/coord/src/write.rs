@@ -89,7 +89,7 @@ impl TableCodecs {
     pub fn arrangement_pairs(
         &self,
         rows: &[(Row, Diff)],
-    ) -> Result<Vec<((Row, Row), Diff)>, CoordError> {
+    ) -> Result<Vec<compute::KeyedUpdate>, CoordError> {
         if self.key.is_none() {
             return Ok(rows
                 .iter()
@@ -355,10 +355,7 @@ impl Coordinator {
 
     /// The table an UPDATE changes, and the SELECT finding its rows: the old columns
     /// followed by the new values of the `(column, expression)` assignments.
-    pub(crate) fn update_query(
-        &self,
-        update: &Update,
-    ) -> Result<(Item, Arc<TableCodecs>, String, Vec<(usize, String)>), CoordError> {
+    pub(crate) fn update_query(&self, update: &Update) -> Result<UpdateQuery, CoordError> {
         let TableFactor::Table { name, alias, .. } = &update.table.relation else {
             return Err(CoordError::Unsupported("UPDATE of a derived table".into()));
         };
@@ -401,7 +398,12 @@ impl Coordinator {
             .map(|s| format!(" WHERE {s}"))
             .unwrap_or_default();
         let query = format!("SELECT {qualifier}.*{new_values} FROM {target}{selection}");
-        Ok((table, codecs, query, assigned))
+        Ok(UpdateQuery {
+            table,
+            codecs,
+            query,
+            assigned,
+        })
     }
 
     /// The table a DELETE changes, and the SELECT finding its rows.
@@ -451,7 +453,12 @@ impl Coordinator {
         session: &mut Session,
         update: Update,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (table, codecs, query, assigned) = self.update_query(&update)?;
+        let UpdateQuery {
+            table,
+            codecs,
+            query,
+            assigned,
+        } = self.update_query(&update)?;
         let sequencer = self.lock_for_autocommit(session).await;
         let (read_time, batch) = self.read_for_write(session, &query).await?;
         let width = codecs.schema.fields().len();
@@ -695,6 +702,15 @@ impl Coordinator {
         self.note_logged_rows(logged_rows as u64);
         Ok(Some(time))
     }
+}
+
+/// What an UPDATE reads: its table, and the SELECT returning the old columns followed by the
+/// new values of the `(column, expression)` assignments.
+pub(crate) struct UpdateQuery {
+    pub table: Item,
+    pub codecs: Arc<TableCodecs>,
+    pub query: String,
+    pub assigned: Vec<(usize, String)>,
 }
 
 /// The session's uncommitted writes (to overlay on snapshots).

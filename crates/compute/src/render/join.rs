@@ -32,6 +32,8 @@ use super::{codec, RenderError, RowCollection, Update};
 use crate::errors::DataflowErrors;
 
 type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+/// Rows with their join key, `None` where the key holds a NULL that matches nothing.
+type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
 type Pairs<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 
 /// Renders a [`Plan::Join`] over the already rendered inputs.
@@ -196,7 +198,7 @@ fn key_by<'s>(
     exprs: Vec<ScalarExpr>,
     nulls_equal: bool,
     errors: (GlobalId, DataflowErrors),
-) -> Result<VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>, RenderError> {
+) -> Result<MaybeKeyedRows<'s>, RenderError> {
     let (dataflow, errors) = errors;
     let key_schema = key.schema().clone();
     let evaluator = RowEvaluator::new(input, key, None, exprs);
@@ -247,9 +249,7 @@ fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool
 }
 
 /// Separates rows that can match (`(key, row)`) from rows whose key holds a NULL.
-fn split_null_keys<'s>(
-    keyed: VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>,
-) -> (KeyedRows<'s>, RowCollection<'s>) {
+fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
     let matchable = keyed
         .clone()
         .flat_map(|(key, row)| key.map(|key| (key, row)));
