@@ -48,6 +48,20 @@ impl BenchServer {
         })
     }
 
+    /// The server's resident memory, in MiB (Linux only; `None` elsewhere).
+    pub fn resident_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib / 1024.0)
+    }
+
     /// Connects a client.
     pub async fn connect(&self) -> Result<tokio_postgres::Client, String> {
         connect(&format!("host=127.0.0.1 port={} user=fluxion", self.port)).await

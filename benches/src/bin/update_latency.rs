@@ -91,12 +91,15 @@ async fn main() -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
 
+    if let Some(mib) = server.resident_mib() {
+        println!("server resident memory with the table and the view: {mib:.0} MiB");
+    }
     let update = client
         .prepare("UPDATE items SET price = price + 1 WHERE id = $1")
         .await
         .map_err(sql)?;
     let read = client
-        .prepare("SELECT revenue FROM revenue WHERE name = $1")
+        .prepare("SELECT CAST(revenue AS BIGINT) FROM revenue WHERE name = $1")
         .await
         .map_err(sql)?;
     let mut latencies = Vec::with_capacity(args.updates);

@@ -56,6 +56,9 @@ impl<'w> ComputeWorker<'w> {
                     Err(TryRecvError::Empty) => break,
                 }
             }
+            // A peek whose arrangement is already complete is answered before the worker
+            // steps or parks, so a read does not wait for a park to time out.
+            self.serve_peeks();
             let park = if self.pending_peeks.is_empty() {
                 Duration::from_millis(100)
             } else {
