@@ -16,8 +16,8 @@ use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{Session, Transaction, TransactionBlock};
+use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
-use crate::write::TableCodecs;
 
 /// Where the coordinator keeps its data and how much parallelism it uses.
 #[derive(Clone, Debug)]

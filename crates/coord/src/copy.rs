@@ -20,7 +20,7 @@ use crate::error::CoordError;
 use crate::postgres_literals::{normalize, Temporal};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::write::{check_not_null, TableCodecs};
+use crate::table_rows::{check_not_null, TableCodecs};
 
 /// The wire format of COPY data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,7 +327,7 @@ fn typed_batch(
             .collect();
         if field.data_type() == &datafusion::arrow::datatypes::DataType::Binary {
             let text: ArrayRef = Arc::new(text);
-            arrays[column] = crate::write::cast_column(&text, field.data_type())?;
+            arrays[column] = crate::table_rows::cast_column(&text, field.data_type())?;
             continue;
         }
         arrays[column] = cast_with_options(&text, field.data_type(), &strict).map_err(|e| {

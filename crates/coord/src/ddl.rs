@@ -29,7 +29,7 @@ use crate::error::CoordError;
 use crate::naming::{fold_ident, name_result_columns, object_name};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::write::TableCodecs;
+use crate::table_rows::TableCodecs;
 
 /// A table, planned from its CREATE TABLE.
 pub(crate) struct PlannedTable {

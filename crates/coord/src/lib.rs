@@ -11,6 +11,7 @@
 mod bind;
 mod catalog;
 mod checkpoint;
+mod commit;
 mod coordinator;
 mod copy;
 mod ddl;
@@ -24,6 +25,7 @@ mod session;
 mod show;
 mod statement_checks;
 mod system_tables;
+mod table_rows;
 mod timestamps;
 mod write;
 

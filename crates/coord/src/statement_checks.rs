@@ -13,7 +13,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 
 use crate::error::CoordError;
 use crate::postgres_literals::{normalize_string_literal, Temporal};
-use crate::write::TableCodecs;
+use crate::table_rows::TableCodecs;
 
 /// Refuses `INTERSECT ALL` and `EXCEPT ALL`: DataFusion computes them as semi and anti joins,
 /// which keep the wrong number of duplicates (Postgres keeps min(m, n) and max(m - n, 0)).

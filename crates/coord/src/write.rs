@@ -1,27 +1,20 @@
-//! Writes to tables: INSERT (with ON CONFLICT), UPDATE, DELETE, and committing them.
+//! Writes to tables: INSERT (with ON CONFLICT), UPDATE and DELETE.
 //!
 //! A write is computed as row diffs (an UPDATE retracts the old row and inserts the new one)
-//! against a snapshot, then committed: logged durably at one new timestamp (fsync before the
-//! acknowledgement), fed to compute, and made visible to reads. Autocommit statements hold the
-//! sequencer from their read to their commit, so nothing can slip in between; a transaction
-//! block buffers its writes and is validated at COMMIT against writes that happened since it
-//! read.
+//! against a snapshot of the tables, then committed (see [`crate::commit`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use compute::PeekFilter;
-use datafusion::arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
-use datafusion::arrow::datatypes::DataType;
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::{
     AssignmentTarget, Delete, FromTable, Insert, OnConflictAction, OnInsert, TableFactor,
     TableObject, Update,
 };
-use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
-use storage::{ItemKind, WalRecord};
-use tokio::sync::OwnedMutexGuard;
+use repr::{Diff, GlobalId, Row, Timestamp};
+use storage::ItemKind;
 
 use crate::catalog::Item;
 use crate::coordinator::Coordinator;
@@ -30,112 +23,7 @@ use crate::naming::object_name;
 use crate::read::consolidate;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
-
-/// How a table's rows are encoded, and its key for the arrangement.
-pub(crate) struct TableCodecs {
-    pub name: String,
-    pub schema: SchemaRef,
-    pub rows: RowCodec,
-    /// The primary key columns and their codec.
-    pub key: Option<(Vec<usize>, RowCodec)>,
-    /// Column defaults as SQL text (for `DEFAULT` in VALUES).
-    pub default_sql: HashMap<String, String>,
-}
-
-impl TableCodecs {
-    pub fn new(
-        name: &str,
-        desc: &repr::RelationDesc,
-        default_sql: HashMap<String, String>,
-    ) -> Result<Self, CoordError> {
-        let rows = RowCodec::new(desc.schema.clone())
-            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
-        let key = match &desc.primary_key {
-            Some(columns) => {
-                let schema = Arc::new(
-                    desc.schema
-                        .project(columns)
-                        .map_err(|e| CoordError::Internal(e.to_string()))?,
-                );
-                let codec =
-                    RowCodec::new(schema).map_err(|e| CoordError::Unsupported(e.to_string()))?;
-                Some((columns.clone(), codec))
-            }
-            None => None,
-        };
-        Ok(Self {
-            name: name.to_string(),
-            schema: desc.schema.clone(),
-            rows,
-            key,
-            default_sql,
-        })
-    }
-
-    /// The primary key row of each row of `batch` (or the row itself without a key).
-    pub fn keys_of(&self, batch: &RecordBatch) -> Result<Vec<Row>, CoordError> {
-        let encoded = match &self.key {
-            Some((columns, codec)) => {
-                let columns: Vec<ArrayRef> =
-                    columns.iter().map(|&c| batch.column(c).clone()).collect();
-                codec.encode_columns(&columns, batch.num_rows())
-            }
-            None => self.rows.encode(batch),
-        };
-        encoded.map_err(|e| CoordError::Internal(e.to_string()))
-    }
-
-    /// `(key, value)` pairs as the table's arrangement stores them.
-    pub fn arrangement_pairs(
-        &self,
-        rows: &[(Row, Diff)],
-    ) -> Result<Vec<compute::KeyedUpdate>, CoordError> {
-        if self.key.is_none() {
-            return Ok(rows
-                .iter()
-                .map(|(row, d)| ((row.clone(), Row::default()), *d))
-                .collect());
-        }
-        let batch = self.decode(rows)?;
-        let keys = self.keys_of(&batch)?;
-        Ok(keys
-            .into_iter()
-            .zip(rows)
-            .map(|(key, (row, diff))| ((key, row.clone()), *diff))
-            .collect())
-    }
-
-    pub fn decode(&self, rows: &[(Row, Diff)]) -> Result<RecordBatch, CoordError> {
-        self.rows
-            .decode(rows.iter().map(|(row, _)| row))
-            .map_err(|e| CoordError::Internal(e.to_string()))
-    }
-
-    fn describe_key(&self, batch: &RecordBatch, row: usize) -> String {
-        let (columns, names): (Vec<usize>, Vec<String>) = match &self.key {
-            Some((columns, _)) => (
-                columns.clone(),
-                columns
-                    .iter()
-                    .map(|&c| self.schema.field(c).name().clone())
-                    .collect(),
-            ),
-            None => ((0..self.schema.fields().len()).collect(), vec![]),
-        };
-        let values: Vec<String> = columns
-            .iter()
-            .map(|&c| {
-                datafusion::arrow::util::display::array_value_to_string(batch.column(c), row)
-                    .unwrap_or_default()
-            })
-            .collect();
-        format!(
-            "Key ({})=({}) already exists.",
-            names.join(", "),
-            values.join(", ")
-        )
-    }
-}
+use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
 
 impl Coordinator {
     /// The writable table called `name`.
@@ -565,143 +453,6 @@ impl Coordinator {
             concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
         Ok((context.hold.time(), batch))
     }
-
-    /// Takes the sequencer for a statement that commits by itself (outside a block).
-    pub(crate) async fn lock_for_autocommit(
-        &self,
-        session: &Session,
-    ) -> Option<OwnedMutexGuard<()>> {
-        match session.transaction {
-            Transaction::Block(_) => None,
-            _ => Some(self.sequencer.clone().lock_owned().await),
-        }
-    }
-
-    /// Commits on a task of its own, holding `sequencer` until it is done: a client that
-    /// cancels its statement cannot stop a commit halfway (logged but not applied).
-    pub(crate) async fn commit_detached(
-        &self,
-        writes: PendingWrites,
-        reads: BTreeMap<GlobalId, Timestamp>,
-        sequencer: OwnedMutexGuard<()>,
-    ) -> Result<Option<Timestamp>, CoordError> {
-        let this = self.arc()?;
-        tokio::spawn(async move {
-            let _sequencer = sequencer;
-            this.commit_writes(writes, &reads).await
-        })
-        .await
-        .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
-    }
-
-    /// Commits `writes` now (autocommit, with the sequencer taken by
-    /// [`Self::lock_for_autocommit`]) or adds them to the open block.
-    pub(crate) async fn apply_writes(
-        &self,
-        session: &mut Session,
-        table: GlobalId,
-        writes: Vec<(Row, Diff)>,
-        read_time: Timestamp,
-        sequencer: Option<OwnedMutexGuard<()>>,
-    ) -> Result<(), CoordError> {
-        match &mut session.transaction {
-            Transaction::Block(block) => {
-                block.reads.entry(table).or_insert(read_time);
-                block.writes.tables.entry(table).or_default().extend(writes);
-                Ok(())
-            }
-            _ => {
-                let sequencer = match sequencer {
-                    Some(sequencer) => sequencer,
-                    None => self.sequencer.clone().lock_owned().await,
-                };
-                let mut pending = PendingWrites::default();
-                pending.tables.insert(table, writes);
-                let reads = BTreeMap::from([(table, read_time)]);
-                self.commit_detached(pending, reads, sequencer)
-                    .await
-                    .map(|_| ())
-            }
-        }
-    }
-
-    /// Makes `writes` durable at a new timestamp and visible. The caller holds the sequencer.
-    pub(crate) async fn commit_writes(
-        &self,
-        writes: PendingWrites,
-        reads: &BTreeMap<GlobalId, Timestamp>,
-    ) -> Result<Option<Timestamp>, CoordError> {
-        {
-            let last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-            for (table, read_time) in reads {
-                if last_write
-                    .get(table)
-                    .is_some_and(|written| written > read_time)
-                {
-                    let name = self
-                        .catalog
-                        .read()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(*table)
-                        .map(|i| i.name.clone())
-                        .unwrap_or_default();
-                    return Err(CoordError::SerializationFailure(name));
-                }
-            }
-        }
-        let mut changes = Vec::new();
-        let mut appends = Vec::new();
-        for (table, rows) in writes.tables {
-            let rows = consolidate(rows);
-            if rows.is_empty() {
-                continue;
-            }
-            let codecs = self
-                .table_codecs
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&table)
-                .cloned()
-                .ok_or_else(|| CoordError::Internal(format!("table {table} was dropped")))?;
-            let batch = codecs.decode(&rows)?;
-            changes.push((
-                table,
-                batch,
-                rows.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
-            ));
-            appends.push((table, codecs.arrangement_pairs(&rows)?));
-        }
-        if changes.is_empty() {
-            return Ok(None);
-        }
-        let allocation = self.oracle.allocate();
-        if let Some(high_water) = allocation.persist_high_water {
-            self.durable.advance_timestamp_high_water(high_water)?;
-        }
-        let time = allocation.time;
-        let record = WalRecord {
-            time,
-            changes: changes
-                .into_iter()
-                .map(|(table, rows, diffs)| (table, ChangeBatch { time, rows, diffs }))
-                .collect(),
-        };
-        let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
-        self.wal.append(record).await?;
-        for (table, pairs) in appends {
-            self.compute.append(table, time, pairs);
-            self.last_write
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(table, time);
-        }
-        self.compute.advance_inputs(time + 1);
-        self.oracle.mark_committed(time);
-        let since = self.holds.earliest().unwrap_or(time).min(time);
-        self.compute.allow_compaction(since);
-        self.note_logged_rows(logged_rows as u64);
-        Ok(Some(time))
-    }
 }
 
 /// What an UPDATE reads: its table, and the SELECT returning the old columns followed by the
@@ -719,113 +470,4 @@ fn pending(session: &Session) -> PendingWrites {
         Transaction::Block(block) => block.writes.clone(),
         _ => PendingWrites::default(),
     }
-}
-
-/// The table schema with every column nullable, for batches built before NOT NULL checks.
-fn batch_schema(schema: &SchemaRef) -> SchemaRef {
-    Arc::new(datafusion::arrow::datatypes::Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect::<Vec<_>>(),
-    ))
-}
-
-/// One batch in the table's column types.
-pub(crate) fn conform(
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-) -> Result<RecordBatch, CoordError> {
-    let relaxed = batch_schema(schema);
-    let mut conformed = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(column, field)| {
-                if column.data_type() == field.data_type() {
-                    Ok(column.clone())
-                } else {
-                    cast(column, field.data_type())
-                        .map_err(|e| CoordError::InvalidValue(e.to_string()))
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        conformed.push(
-            RecordBatch::try_new(relaxed.clone(), columns)
-                .map_err(|e| CoordError::Internal(e.to_string()))?,
-        );
-    }
-    concat_batches(&relaxed, &conformed).map_err(|e| CoordError::Internal(e.to_string()))
-}
-
-/// A column cast to a table column's type. Text becomes `bytea` by Postgres's input rules
-/// (`\x` followed by hex digits), not byte for byte.
-pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<ArrayRef, CoordError> {
-    if column.data_type() == data_type {
-        return Ok(column.clone());
-    }
-    if data_type == &DataType::Binary {
-        if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
-            return text
-                .iter()
-                .map(|v| v.map(bytea_from_text).transpose())
-                .collect::<Result<BinaryArray, _>>()
-                .map(|a| Arc::new(a) as ArrayRef);
-        }
-    }
-    cast(column, data_type).map_err(|e| CoordError::InvalidValue(e.to_string()))
-}
-
-/// Postgres `bytea` input: `\x` and hex digits, or the text's own bytes.
-fn bytea_from_text(text: &str) -> Result<Vec<u8>, CoordError> {
-    let Some(hex) = text.strip_prefix("\\x") else {
-        return Ok(text.as_bytes().to_vec());
-    };
-    if hex.len() % 2 != 0 {
-        return Err(CoordError::InvalidValue(format!(
-            "invalid hexadecimal data: odd number of digits in \"{text}\""
-        )));
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| {
-                CoordError::InvalidValue(format!("invalid hexadecimal digit in \"{text}\""))
-            })
-        })
-        .collect()
-}
-
-/// Rejects NULLs in NOT NULL columns and strings longer than a `varchar(n)` allows.
-pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Result<(), CoordError> {
-    for (column, field) in batch.columns().iter().zip(codecs.schema.fields()) {
-        if !field.is_nullable() && column.null_count() > 0 {
-            return Err(CoordError::NotNullViolation {
-                column: field.name().clone(),
-                relation: codecs.name.clone(),
-            });
-        }
-        if let Some(limit) = varchar_limit(field) {
-            if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
-                if text.iter().flatten().any(|v| v.chars().count() > limit) {
-                    return Err(CoordError::StringTooLong(format!(
-                        "value too long for type character varying({limit})"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The `n` of a column declared `varchar(n)`.
-fn varchar_limit(field: &datafusion::arrow::datatypes::Field) -> Option<usize> {
-    let declared = field.metadata().get(repr::pg_type::DECLARED_TYPE_KEY)?;
-    let inside = declared
-        .strip_prefix("character varying(")?
-        .strip_suffix(')')?;
-    inside.trim().parse().ok()
 }

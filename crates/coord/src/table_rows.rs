@@ -1,0 +1,228 @@
+//! A table's rows as written: their encoding and key, and the checks and casts that make a
+//! batch of new rows fit the table (types, NOT NULL, varchar lengths, bytea input).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use repr::{Diff, Row, RowCodec};
+
+use crate::error::CoordError;
+
+/// How a table's rows are encoded, and its key for the arrangement.
+pub(crate) struct TableCodecs {
+    pub name: String,
+    pub schema: SchemaRef,
+    pub rows: RowCodec,
+    /// The primary key columns and their codec.
+    pub key: Option<(Vec<usize>, RowCodec)>,
+    /// Column defaults as SQL text (for `DEFAULT` in VALUES).
+    pub default_sql: HashMap<String, String>,
+}
+
+impl TableCodecs {
+    pub fn new(
+        name: &str,
+        desc: &repr::RelationDesc,
+        default_sql: HashMap<String, String>,
+    ) -> Result<Self, CoordError> {
+        let rows = RowCodec::new(desc.schema.clone())
+            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+        let key = match &desc.primary_key {
+            Some(columns) => {
+                let schema = Arc::new(
+                    desc.schema
+                        .project(columns)
+                        .map_err(|e| CoordError::Internal(e.to_string()))?,
+                );
+                let codec =
+                    RowCodec::new(schema).map_err(|e| CoordError::Unsupported(e.to_string()))?;
+                Some((columns.clone(), codec))
+            }
+            None => None,
+        };
+        Ok(Self {
+            name: name.to_string(),
+            schema: desc.schema.clone(),
+            rows,
+            key,
+            default_sql,
+        })
+    }
+
+    /// The primary key row of each row of `batch` (or the row itself without a key).
+    pub fn keys_of(&self, batch: &RecordBatch) -> Result<Vec<Row>, CoordError> {
+        let encoded = match &self.key {
+            Some((columns, codec)) => {
+                let columns: Vec<ArrayRef> =
+                    columns.iter().map(|&c| batch.column(c).clone()).collect();
+                codec.encode_columns(&columns, batch.num_rows())
+            }
+            None => self.rows.encode(batch),
+        };
+        encoded.map_err(|e| CoordError::Internal(e.to_string()))
+    }
+
+    /// `(key, value)` pairs as the table's arrangement stores them.
+    pub fn arrangement_pairs(
+        &self,
+        rows: &[(Row, Diff)],
+    ) -> Result<Vec<compute::KeyedUpdate>, CoordError> {
+        if self.key.is_none() {
+            return Ok(rows
+                .iter()
+                .map(|(row, d)| ((row.clone(), Row::default()), *d))
+                .collect());
+        }
+        let batch = self.decode(rows)?;
+        let keys = self.keys_of(&batch)?;
+        Ok(keys
+            .into_iter()
+            .zip(rows)
+            .map(|(key, (row, diff))| ((key, row.clone()), *diff))
+            .collect())
+    }
+
+    pub fn decode(&self, rows: &[(Row, Diff)]) -> Result<RecordBatch, CoordError> {
+        self.rows
+            .decode(rows.iter().map(|(row, _)| row))
+            .map_err(|e| CoordError::Internal(e.to_string()))
+    }
+
+    /// `Key (id)=(1) already exists.` for row `row` of `batch`.
+    pub fn describe_key(&self, batch: &RecordBatch, row: usize) -> String {
+        let (columns, names): (Vec<usize>, Vec<String>) = match &self.key {
+            Some((columns, _)) => (
+                columns.clone(),
+                columns
+                    .iter()
+                    .map(|&c| self.schema.field(c).name().clone())
+                    .collect(),
+            ),
+            None => ((0..self.schema.fields().len()).collect(), vec![]),
+        };
+        let values: Vec<String> = columns
+            .iter()
+            .map(|&c| {
+                datafusion::arrow::util::display::array_value_to_string(batch.column(c), row)
+                    .unwrap_or_default()
+            })
+            .collect();
+        format!(
+            "Key ({})=({}) already exists.",
+            names.join(", "),
+            values.join(", ")
+        )
+    }
+}
+
+/// The table schema with every column nullable, for batches built before NOT NULL checks.
+pub(crate) fn batch_schema(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(datafusion::arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// One batch in the table's column types.
+pub(crate) fn conform(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<RecordBatch, CoordError> {
+    let relaxed = batch_schema(schema);
+    let mut conformed = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(column.clone())
+                } else {
+                    cast(column, field.data_type())
+                        .map_err(|e| CoordError::InvalidValue(e.to_string()))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        conformed.push(
+            RecordBatch::try_new(relaxed.clone(), columns)
+                .map_err(|e| CoordError::Internal(e.to_string()))?,
+        );
+    }
+    concat_batches(&relaxed, &conformed).map_err(|e| CoordError::Internal(e.to_string()))
+}
+
+/// A column cast to a table column's type. Text becomes `bytea` by Postgres's input rules
+/// (`\x` followed by hex digits), not byte for byte.
+pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<ArrayRef, CoordError> {
+    if column.data_type() == data_type {
+        return Ok(column.clone());
+    }
+    if data_type == &DataType::Binary {
+        if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
+            return text
+                .iter()
+                .map(|v| v.map(bytea_from_text).transpose())
+                .collect::<Result<BinaryArray, _>>()
+                .map(|a| Arc::new(a) as ArrayRef);
+        }
+    }
+    cast(column, data_type).map_err(|e| CoordError::InvalidValue(e.to_string()))
+}
+
+/// Postgres `bytea` input: `\x` and hex digits, or the text's own bytes.
+fn bytea_from_text(text: &str) -> Result<Vec<u8>, CoordError> {
+    let Some(hex) = text.strip_prefix("\\x") else {
+        return Ok(text.as_bytes().to_vec());
+    };
+    if hex.len() % 2 != 0 {
+        return Err(CoordError::InvalidValue(format!(
+            "invalid hexadecimal data: odd number of digits in \"{text}\""
+        )));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| {
+                CoordError::InvalidValue(format!("invalid hexadecimal digit in \"{text}\""))
+            })
+        })
+        .collect()
+}
+
+/// Rejects NULLs in NOT NULL columns and strings longer than a `varchar(n)` allows.
+pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Result<(), CoordError> {
+    for (column, field) in batch.columns().iter().zip(codecs.schema.fields()) {
+        if !field.is_nullable() && column.null_count() > 0 {
+            return Err(CoordError::NotNullViolation {
+                column: field.name().clone(),
+                relation: codecs.name.clone(),
+            });
+        }
+        if let Some(limit) = varchar_limit(field) {
+            if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
+                if text.iter().flatten().any(|v| v.chars().count() > limit) {
+                    return Err(CoordError::StringTooLong(format!(
+                        "value too long for type character varying({limit})"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `n` of a column declared `varchar(n)`.
+fn varchar_limit(field: &datafusion::arrow::datatypes::Field) -> Option<usize> {
+    let declared = field.metadata().get(repr::pg_type::DECLARED_TYPE_KEY)?;
+    let inside = declared
+        .strip_prefix("character varying(")?
+        .strip_suffix(')')?;
+    inside.trim().parse().ok()
+}
