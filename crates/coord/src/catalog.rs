@@ -78,6 +78,8 @@ pub(crate) fn kind_name(kind: ItemKind) -> &'static str {
 pub(crate) struct Catalog {
     items: BTreeMap<GlobalId, Item>,
     by_name: HashMap<String, GlobalId>,
+    /// `COMMENT ON` texts by item and column number (0: the item itself).
+    pub comments: BTreeMap<(GlobalId, u32), String>,
 }
 
 impl Catalog {

@@ -177,6 +177,12 @@ impl Coordinator {
                 Ok(ExecuteResponse::command("ROLLBACK"))
             }
             Statement::Explain { statement, .. } => self.explain(session, *statement).await,
+            Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                ..
+            } => self.comment_on(object_type, object_name, comment).await,
             other => self.show_or_set(session, other).await,
         }
     }

@@ -636,6 +636,7 @@ impl Coordinator {
         )?;
         for id in to_drop.into_iter().rev() {
             self.uninstall(id);
+            self.drop_comments(id)?;
         }
         Ok(ExecuteResponse::command(tag))
     }

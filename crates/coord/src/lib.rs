@@ -11,12 +11,14 @@
 mod bind;
 mod catalog;
 mod checkpoint;
+mod comments;
 mod commit;
 mod coordinator;
 mod copy;
 mod ddl;
 mod error;
 mod naming;
+mod oids;
 mod postgres_literals;
 mod read;
 mod recovery;

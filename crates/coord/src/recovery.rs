@@ -68,6 +68,7 @@ impl Coordinator {
                 }
             }
         }
+        self.load_comments()?;
         for id in &dataflows {
             self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
         }

@@ -193,6 +193,32 @@ impl Catalog {
         })
     }
 
+    /// Deletes a setting (a missing key is not an error).
+    pub fn delete_setting(&self, key: &str) -> Result<(), StorageError> {
+        self.write(|txn| {
+            txn.open_table(SETTINGS)?.remove(key)?;
+            Ok(())
+        })
+    }
+
+    /// Every setting whose key starts with `prefix`, in key order.
+    pub fn settings_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        let txn = self.db.begin_read()?;
+        let settings = txn.open_table(SETTINGS)?;
+        let mut found = Vec::new();
+        for entry in settings.range(prefix..)? {
+            let (key, value) = entry?;
+            if !key.value().starts_with(prefix) {
+                break;
+            }
+            found.push((key.value().to_string(), value.value().to_string()));
+        }
+        Ok(found)
+    }
+
     /// Runs `body` in a write transaction and commits it durably if it succeeds; a failed body
     /// aborts the transaction (dropping it rolls back).
     fn write<T>(

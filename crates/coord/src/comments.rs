@@ -1,0 +1,132 @@
+//! `COMMENT ON`: descriptions of tables, views, materialized views, indexes and columns, kept
+//! durably and shown in `pg_description` (psql `\d+`, SQLAlchemy, JDBC, Metabase read them).
+
+use datafusion::sql::sqlparser::ast::{CommentObject, ObjectName, ObjectNamePart};
+use repr::GlobalId;
+use storage::ItemKind;
+
+use crate::coordinator::Coordinator;
+use crate::error::CoordError;
+use crate::naming::{fold_ident, object_name};
+use crate::response::ExecuteResponse;
+
+/// The durable key of a comment: the item and the column number (0 for the item itself).
+fn comment_key(id: GlobalId, column: u32) -> String {
+    format!("comment/{:020}/{column:05}", id.0)
+}
+
+impl Coordinator {
+    pub(crate) async fn comment_on(
+        &self,
+        object_type: CommentObject,
+        object: ObjectName,
+        comment: Option<String>,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let _sequencer = self.sequencer.lock().await;
+        let (id, column) = self.comment_target(object_type, &object)?;
+        let key = comment_key(id, column);
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        match comment {
+            Some(text) => {
+                self.durable.set_setting(&key, &text)?;
+                catalog.comments.insert((id, column), text);
+            }
+            None => {
+                self.durable.delete_setting(&key)?;
+                catalog.comments.remove(&(id, column));
+            }
+        }
+        Ok(ExecuteResponse::command("COMMENT"))
+    }
+
+    /// The item (and column number, 0 for none) a COMMENT ON names.
+    fn comment_target(
+        &self,
+        object_type: CommentObject,
+        object: &ObjectName,
+    ) -> Result<(GlobalId, u32), CoordError> {
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let expected = match object_type {
+            CommentObject::Table => Some(ItemKind::Table),
+            CommentObject::View => Some(ItemKind::View),
+            CommentObject::MaterializedView => Some(ItemKind::MaterializedView),
+            CommentObject::Index => Some(ItemKind::Index),
+            CommentObject::Column => None,
+            other => return Err(CoordError::Unsupported(format!("COMMENT ON {other}"))),
+        };
+        if let Some(kind) = expected {
+            let name = object_name(object)?;
+            let item = catalog
+                .by_name(&name)
+                .filter(|item| item.kind == kind)
+                .ok_or_else(|| CoordError::UnknownObject {
+                    kind: crate::catalog::kind_name(kind),
+                    name,
+                })?;
+            return Ok((item.id, 0));
+        }
+        let (relation, column) = match object.0.split_last() {
+            Some((ObjectNamePart::Identifier(column), relation)) if !relation.is_empty() => {
+                (ObjectName(relation.to_vec()), fold_ident(column))
+            }
+            _ => {
+                return Err(CoordError::Syntax(format!(
+                    "column name {object} must be qualified"
+                )))
+            }
+        };
+        let name = object_name(&relation)?;
+        let item = catalog
+            .by_name(&name)
+            .ok_or_else(|| CoordError::UnknownObject {
+                kind: "relation",
+                name: name.clone(),
+            })?;
+        let schema = match item.provider() {
+            Some(provider) => provider.schema(),
+            None => {
+                return Err(CoordError::UnknownColumn(format!(
+                    "\"{name}\" has no columns"
+                )))
+            }
+        };
+        let position = schema.index_of(&column).map_err(|_| {
+            CoordError::UnknownColumn(format!(
+                "column \"{column}\" of relation \"{name}\" does not exist"
+            ))
+        })?;
+        Ok((item.id, position as u32 + 1))
+    }
+
+    /// Loads the stored comments of the items that exist.
+    pub(crate) fn load_comments(&self) -> Result<(), CoordError> {
+        let stored = self.durable.settings_with_prefix("comment/")?;
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        for (key, text) in stored {
+            let mut parts = key.trim_start_matches("comment/").split('/');
+            let (Some(id), Some(column)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let (Ok(id), Ok(column)) = (id.parse::<u64>(), column.parse::<u32>()) else {
+                continue;
+            };
+            if catalog.get(GlobalId(id)).is_some() {
+                catalog.comments.insert((GlobalId(id), column), text);
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the comments of a dropped item.
+    pub(crate) fn drop_comments(&self, id: GlobalId) -> Result<(), CoordError> {
+        let stored = self
+            .durable
+            .settings_with_prefix(&format!("comment/{:020}/", id.0))?;
+        for (key, _) in stored {
+            self.durable.delete_setting(&key)?;
+        }
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        catalog.comments.retain(|(item, _), _| *item != id);
+        Ok(())
+    }
+}
