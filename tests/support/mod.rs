@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod pg_text;
+pub mod postgres;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -21,7 +21,7 @@ use crate::coordinator::{parse, Coordinator};
 use crate::error::CoordError;
 use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
-use crate::session::Session;
+use crate::session::{PendingWrites, Session};
 
 /// What a client learns from Describe: parameter types and result columns.
 #[derive(Clone, Debug)]
@@ -141,8 +141,9 @@ impl Coordinator {
         statement: &Statement,
         declared: &[Option<DataType>],
     ) -> Result<StatementDesc, CoordError> {
-        let count = parameter_count(statement).max(declared.len());
-        let (inferred, columns) = self.infer(session, statement).await?;
+        let statement = self.prepare(session, statement.clone());
+        let count = parameter_count(&statement).max(declared.len());
+        let (inferred, columns) = self.infer(session, &statement).await?;
         let parameters = (0..count)
             .map(|i| {
                 declared
@@ -165,17 +166,19 @@ impl Coordinator {
         statement: &Statement,
     ) -> Result<(HashMap<String, Option<DataType>>, Option<SchemaRef>), CoordError> {
         let plan_types = |plan: &datafusion::logical_expr::LogicalPlan| plan.get_parameter_types();
+        let context = self.query_context(session, &PendingWrites::default());
         match statement {
             Statement::Query(query) => {
                 let mut query = query.clone();
                 name_result_columns(&mut query);
                 let plan = self
-                    .plan_statement(&self.base_state, Statement::Query(query))
+                    .plan_statement(&context.state, Statement::Query(query))
                     .await?;
                 // The analyzed plan has the types the rows will have (sum(bigint) is numeric).
-                let analyzed = self.base_state.optimize(&plan)?;
-                let columns =
-                    crate::naming::display_schema(&Arc::new(analyzed.schema().as_arrow().clone()));
+                let analyzed = context.state.optimize(&plan)?;
+                let columns = crate::query_context::displayed_schema(&Arc::new(
+                    analyzed.schema().as_arrow().clone(),
+                ));
                 Ok((plan_types(&plan)?, Some(columns)))
             }
             Statement::Insert(insert) => {
@@ -183,20 +186,20 @@ impl Coordinator {
                 insert.on = None;
                 if let datafusion::sql::sqlparser::ast::TableObject::TableName(name) = &insert.table
                 {
-                    let (_, codecs) = self.writable_table(&crate::naming::object_name(name)?)?;
+                    let (_, codecs) = self.writable_table(session, name)?;
                     crate::statement_checks::normalize_insert(&mut insert, &codecs)?;
                 }
                 let plan = self
-                    .plan_statement(&self.base_state, Statement::Insert(insert))
+                    .plan_statement(&context.state, Statement::Insert(insert))
                     .await?;
                 Ok((plan_types(&plan)?, None))
             }
             Statement::Update(update) => {
-                let update = self.update_query(update)?;
+                let update = self.update_query(session, update)?;
                 self.infer_rewritten(&update.query).await
             }
             Statement::Delete(delete) => {
-                let (_, _, query) = self.delete_query(delete)?;
+                let (_, _, query) = self.delete_query(session, delete)?;
                 self.infer_rewritten(&query).await
             }
             Statement::ShowVariable { .. }

@@ -1,5 +1,5 @@
 //! The in-memory catalog: every item the durable catalog holds, planned and ready to use, and
-//! its face towards DataFusion (a catalog provider with one schema of user objects).
+//! its face towards DataFusion (a catalog provider with the user schemas and the system ones).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -13,13 +13,17 @@ use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::session::DEFAULT_SCHEMA;
 use storage::ItemKind;
 
-use crate::system_tables::{SystemSchema, SYSTEM_SCHEMA};
+use crate::naming::ObjectRef;
+use crate::system_catalog::{SystemSchema, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 
 /// A planned catalog item.
 #[derive(Debug, Clone)]
 pub(crate) struct Item {
     pub id: GlobalId,
+    /// The name within its schema (a schema's own name for a schema).
     pub name: String,
+    /// The schema the item lives in (empty for a schema).
+    pub schema: String,
     pub kind: ItemKind,
     pub create_sql: String,
     pub depends_on: Vec<GlobalId>,
@@ -35,6 +39,8 @@ pub(crate) enum ItemDetails {
     View(Arc<dyn TableProvider>),
     /// An index: another arrangement of the relation `on`.
     Index { on: GlobalId },
+    /// A schema: a namespace for other items.
+    Schema,
 }
 
 impl Item {
@@ -51,7 +57,7 @@ impl Item {
         match &self.details {
             ItemDetails::Relation(relation) => Some(relation.clone()),
             ItemDetails::View(view) => Some(view.clone()),
-            ItemDetails::Index { .. } => None,
+            ItemDetails::Index { .. } | ItemDetails::Schema => None,
         }
     }
 
@@ -70,14 +76,17 @@ pub(crate) fn kind_name(kind: ItemKind) -> &'static str {
         ItemKind::Index => "index",
         ItemKind::Source => "source",
         ItemKind::Sink => "sink",
+        ItemKind::Schema => "schema",
     }
 }
 
-/// All planned items, by id and by name.
+/// All planned items, by id and by (schema, name).
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     items: BTreeMap<GlobalId, Item>,
-    by_name: HashMap<String, GlobalId>,
+    by_name: HashMap<(String, String), GlobalId>,
+    /// User schemas by name (`public` is built in and not an item).
+    schemas: BTreeMap<String, GlobalId>,
     /// `COMMENT ON` texts by item and column number (0: the item itself).
     pub comments: BTreeMap<(GlobalId, u32), String>,
 }
@@ -87,33 +96,85 @@ impl Catalog {
         self.items.get(&id)
     }
 
-    pub fn by_name(&self, name: &str) -> Option<&Item> {
-        self.by_name.get(name).and_then(|id| self.items.get(id))
+    /// The relation or index called `name` in `schema`.
+    pub fn by_name(&self, schema: &str, name: &str) -> Option<&Item> {
+        self.by_name
+            .get(&(schema.to_string(), name.to_string()))
+            .and_then(|id| self.items.get(id))
+    }
+
+    /// The item a name refers to: in its schema if it names one, else in the first schema of
+    /// `search_path` that has it.
+    pub fn resolve(&self, name: &ObjectRef, search_path: &[String]) -> Option<&Item> {
+        match &name.schema {
+            Some(schema) => self.by_name(schema, &name.name),
+            None => search_path
+                .iter()
+                .find_map(|schema| self.by_name(schema, &name.name)),
+        }
+    }
+
+    /// Whether a schema of this name exists (`public` always does).
+    pub fn has_schema(&self, name: &str) -> bool {
+        name == DEFAULT_SCHEMA || self.schemas.contains_key(name)
+    }
+
+    /// The user schemas, `public` first, then by name.
+    pub fn user_schemas(&self) -> Vec<String> {
+        std::iter::once(DEFAULT_SCHEMA.to_string())
+            .chain(self.schemas.keys().cloned())
+            .collect()
+    }
+
+    /// The schema item called `name` (`None` for `public`, which is built in).
+    pub fn schema_item(&self, name: &str) -> Option<&Item> {
+        self.schemas.get(name).and_then(|id| self.items.get(id))
     }
 
     pub fn items(&self) -> impl Iterator<Item = &Item> {
         self.items.values()
     }
 
+    /// The items of one schema.
+    pub fn items_in<'a>(&'a self, schema: &'a str) -> impl Iterator<Item = &'a Item> + 'a {
+        self.items.values().filter(move |i| i.schema == schema)
+    }
+
     pub fn insert(&mut self, item: Item) {
-        self.by_name.insert(item.name.clone(), item.id);
+        if item.kind == ItemKind::Schema {
+            self.schemas.insert(item.name.clone(), item.id);
+        } else {
+            self.by_name
+                .insert((item.schema.clone(), item.name.clone()), item.id);
+        }
         self.items.insert(item.id, item);
     }
 
     pub fn remove(&mut self, id: GlobalId) -> Option<Item> {
         let item = self.items.remove(&id)?;
-        self.by_name.remove(&item.name);
+        if item.kind == ItemKind::Schema {
+            self.schemas.remove(&item.name);
+        } else {
+            self.by_name
+                .remove(&(item.schema.clone(), item.name.clone()));
+        }
         Some(item)
     }
 
     /// Items that depend on `id`, directly or through others, dependents after what they
-    /// depend on (ascending id order is creation order).
+    /// depend on (ascending id order is creation order). The items of a schema depend on it.
     pub fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {
         let mut found: Vec<GlobalId> = Vec::new();
         let mut frontier = vec![id];
         while let Some(next) = frontier.pop() {
+            let schema = self
+                .get(next)
+                .filter(|i| i.kind == ItemKind::Schema)
+                .map(|i| i.name.clone());
             for item in self.items.values() {
-                if item.depends_on.contains(&next) && !found.contains(&item.id) {
+                let depends = item.depends_on.contains(&next)
+                    || (schema.as_deref() == Some(item.schema.as_str()));
+                if depends && !found.contains(&item.id) {
                     found.push(item.id);
                     frontier.push(item.id);
                 }
@@ -165,75 +226,89 @@ pub(crate) fn relation_table(id: GlobalId, name: &str, desc: RelationDesc) -> Re
 /// DataFusion's view of the catalog: the database with its schemas.
 #[derive(Debug)]
 pub(crate) struct CatalogProviderImpl {
-    public: Arc<PublicSchema>,
+    catalog: Arc<RwLock<Catalog>>,
     system: Arc<SystemSchema>,
+    pg_catalog: Arc<dyn SchemaProvider>,
+    information_schema: Arc<dyn SchemaProvider>,
 }
 
 impl CatalogProviderImpl {
     pub fn new(catalog: Arc<RwLock<Catalog>>, compute: Arc<compute::ComputeController>) -> Self {
         Self {
-            public: Arc::new(PublicSchema {
-                catalog: catalog.clone(),
-            }),
-            system: Arc::new(SystemSchema::new(catalog, compute)),
+            pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),
+            information_schema: crate::system_catalog::information_schema(catalog.clone()),
+            system: Arc::new(SystemSchema::new(catalog.clone(), compute)),
+            catalog,
         }
     }
 }
 
 impl CatalogProvider for CatalogProviderImpl {
     fn schema_names(&self) -> Vec<String> {
-        vec![DEFAULT_SCHEMA.to_string(), SYSTEM_SCHEMA.to_string()]
+        let mut names = read(&self.catalog).user_schemas();
+        names.extend(
+            [SYSTEM_SCHEMA, PG_CATALOG, INFORMATION_SCHEMA]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        names
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         match name {
-            DEFAULT_SCHEMA => Some(self.public.clone() as Arc<dyn SchemaProvider>),
             SYSTEM_SCHEMA => Some(self.system.clone() as Arc<dyn SchemaProvider>),
+            PG_CATALOG => Some(self.pg_catalog.clone()),
+            INFORMATION_SCHEMA => Some(self.information_schema.clone()),
+            user if read(&self.catalog).has_schema(user) => Some(Arc::new(UserSchema {
+                catalog: self.catalog.clone(),
+                schema: user.to_string(),
+            })),
             _ => None,
         }
     }
 }
 
-/// The schema holding user objects.
-#[derive(Debug)]
-pub(crate) struct PublicSchema {
-    catalog: Arc<RwLock<Catalog>>,
+/// Reads the catalog, recovering from a poisoned lock (catalog updates never panic midway).
+pub(crate) fn read(catalog: &RwLock<Catalog>) -> std::sync::RwLockReadGuard<'_, Catalog> {
+    catalog.read().unwrap_or_else(|p| p.into_inner())
 }
 
-impl PublicSchema {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
-        self.catalog.read().unwrap_or_else(|p| p.into_inner())
-    }
+/// A schema holding user objects.
+#[derive(Debug)]
+pub(crate) struct UserSchema {
+    catalog: Arc<RwLock<Catalog>>,
+    schema: String,
 }
 
 #[async_trait]
-impl SchemaProvider for PublicSchema {
+impl SchemaProvider for UserSchema {
     fn table_names(&self) -> Vec<String> {
-        self.read()
-            .items()
+        read(&self.catalog)
+            .items_in(&self.schema)
             .filter(|i| i.provider().is_some())
             .map(|i| i.name.clone())
             .collect()
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        Ok(self.read().by_name(name).and_then(Item::provider))
+        Ok(read(&self.catalog)
+            .by_name(&self.schema, name)
+            .and_then(Item::provider))
     }
 
     async fn table_type(&self, name: &str) -> DfResult<Option<TableType>> {
-        Ok(self
-            .read()
-            .by_name(name)
+        Ok(read(&self.catalog)
+            .by_name(&self.schema, name)
             .and_then(|item| match item.details {
                 ItemDetails::View(_) => Some(TableType::View),
                 ItemDetails::Relation(_) => Some(TableType::Base),
-                ItemDetails::Index { .. } => None,
+                ItemDetails::Index { .. } | ItemDetails::Schema => None,
             }))
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.read()
-            .by_name(name)
+        read(&self.catalog)
+            .by_name(&self.schema, name)
             .is_some_and(|i| i.provider().is_some())
     }
 }

@@ -7,8 +7,9 @@ use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::{fold_ident, object_name};
+use crate::naming::{fold_ident, object_ref};
 use crate::response::ExecuteResponse;
+use crate::session::Session;
 
 /// The durable key of a comment: the item and the column number (0 for the item itself).
 fn comment_key(id: GlobalId, column: u32) -> String {
@@ -18,12 +19,13 @@ fn comment_key(id: GlobalId, column: u32) -> String {
 impl Coordinator {
     pub(crate) async fn comment_on(
         &self,
+        session: &Session,
         object_type: CommentObject,
         object: ObjectName,
         comment: Option<String>,
     ) -> Result<ExecuteResponse, CoordError> {
         let _sequencer = self.sequencer.lock().await;
-        let (id, column) = self.comment_target(object_type, &object)?;
+        let (id, column) = self.comment_target(session, object_type, &object)?;
         let key = comment_key(id, column);
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         match comment {
@@ -42,27 +44,33 @@ impl Coordinator {
     /// The item (and column number, 0 for none) a COMMENT ON names.
     fn comment_target(
         &self,
+        session: &Session,
         object_type: CommentObject,
         object: &ObjectName,
     ) -> Result<(GlobalId, u32), CoordError> {
+        let search_path = session.search_path();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let expected = match object_type {
             CommentObject::Table => Some(ItemKind::Table),
             CommentObject::View => Some(ItemKind::View),
             CommentObject::MaterializedView => Some(ItemKind::MaterializedView),
             CommentObject::Index => Some(ItemKind::Index),
+            CommentObject::Schema => Some(ItemKind::Schema),
             CommentObject::Column => None,
             other => return Err(CoordError::Unsupported(format!("COMMENT ON {other}"))),
         };
         if let Some(kind) = expected {
-            let name = object_name(object)?;
-            let item = catalog
-                .by_name(&name)
-                .filter(|item| item.kind == kind)
-                .ok_or_else(|| CoordError::UnknownObject {
+            let name = object_ref(object)?;
+            let found = match kind {
+                ItemKind::Schema => catalog.schema_item(&name.name),
+                _ => catalog.resolve(&name, &search_path),
+            };
+            let item = found.filter(|item| item.kind == kind).ok_or_else(|| {
+                CoordError::UnknownObject {
                     kind: crate::catalog::kind_name(kind),
-                    name,
-                })?;
+                    name: name.name,
+                }
+            })?;
             return Ok((item.id, 0));
         }
         let (relation, column) = match object.0.split_last() {
@@ -75,13 +83,15 @@ impl Coordinator {
                 )))
             }
         };
-        let name = object_name(&relation)?;
-        let item = catalog
-            .by_name(&name)
-            .ok_or_else(|| CoordError::UnknownObject {
-                kind: "relation",
-                name: name.clone(),
-            })?;
+        let name = object_ref(&relation)?;
+        let item =
+            catalog
+                .resolve(&name, &search_path)
+                .ok_or_else(|| CoordError::UnknownObject {
+                    kind: "relation",
+                    name: name.name.clone(),
+                })?;
+        let name = name.name;
         let schema = match item.provider() {
             Some(provider) => provider.schema(),
             None => {

@@ -14,8 +14,9 @@ use repr::{GlobalId, Timestamp};
 
 use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::error::CoordError;
+use crate::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::response::ExecuteResponse;
-use crate::session::{Session, Transaction, TransactionBlock};
+use crate::session::{Session, Transaction};
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
 
@@ -112,9 +113,15 @@ impl Coordinator {
             .ok_or_else(|| CoordError::Internal("the coordinator is shutting down".into()))
     }
 
-    /// A new session for `user`.
-    pub fn new_session(&self, user: &str) -> Session {
-        Session::new(user)
+    /// A new session for `user`, whose connection the client knows as `backend_pid`, with
+    /// the settings the client's startup message asked for.
+    pub fn new_session(
+        &self,
+        user: &str,
+        backend_pid: i32,
+        startup: &[(String, String)],
+    ) -> Session {
+        Session::new(user, backend_pid, startup)
     }
 
     /// Stops the compute workers.
@@ -128,7 +135,7 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
-        if let Transaction::Failed = session.transaction {
+        if let Transaction::Failed(_) = session.transaction {
             if !matches!(
                 statement,
                 Statement::Rollback { .. } | Statement::Commit { .. }
@@ -136,6 +143,7 @@ impl Coordinator {
                 return Err(CoordError::InFailedTransaction);
             }
         }
+        let statement = self.prepare(session, statement);
         let result = self.dispatch(session, statement).await;
         if result.is_err() {
             session.fail_transaction();
@@ -158,6 +166,14 @@ impl Coordinator {
             Statement::CreateTable(create) => self.create_table(session, create).await,
             Statement::CreateView(create) => self.create_view(session, create).await,
             Statement::CreateIndex(create) => self.create_index(session, create).await,
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => {
+                self.create_schema(session, schema_name, if_not_exists)
+                    .await
+            }
             Statement::Drop {
                 object_type,
                 if_exists,
@@ -172,51 +188,53 @@ impl Coordinator {
             Statement::Commit { .. } => self.commit(session).await,
             Statement::Rollback {
                 savepoint: None, ..
-            } => {
-                session.transaction = Transaction::Idle;
-                Ok(ExecuteResponse::command("ROLLBACK"))
-            }
+            } => Ok(self.rollback(session)),
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to_savepoint(session, &name),
+            Statement::Savepoint { name } => self.savepoint(session, &name),
+            Statement::ReleaseSavepoint { name } => self.release_savepoint(session, &name),
+            Statement::Declare { stmts } => self.declare(session, stmts).await,
+            Statement::Fetch {
+                name, direction, ..
+            } => self.fetch(session, &name, &direction),
+            Statement::Close { cursor } => self.close_cursor(session, cursor),
+            Statement::Deallocate { name, .. } => Ok(ExecuteResponse::Deallocate {
+                name: (!name.value.eq_ignore_ascii_case("all") || name.quote_style.is_some())
+                    .then(|| name.value.clone()),
+            }),
             Statement::Explain { statement, .. } => self.explain(session, *statement).await,
             Statement::Comment {
                 object_type,
                 object_name,
                 comment,
                 ..
-            } => self.comment_on(object_type, object_name, comment).await,
+            } => {
+                self.comment_on(session, object_type, object_name, comment)
+                    .await
+            }
             other => self.show_or_set(session, other).await,
         }
     }
 
-    fn begin(&self, session: &mut Session) -> ExecuteResponse {
-        match session.transaction {
-            Transaction::Idle => {
-                session.transaction = Transaction::Block(TransactionBlock::default())
-            }
-            _ => session.notice(
-                "WARNING",
-                "25001",
-                "there is already a transaction in progress",
-            ),
-        }
-        ExecuteResponse::command("BEGIN")
-    }
-
-    async fn commit(&self, session: &mut Session) -> Result<ExecuteResponse, CoordError> {
-        match std::mem::take(&mut session.transaction) {
-            Transaction::Idle => {
-                session.notice("WARNING", "25P01", "there is no transaction in progress");
-                Ok(ExecuteResponse::command("COMMIT"))
-            }
-            Transaction::Failed => Ok(ExecuteResponse::command("ROLLBACK")),
-            Transaction::Block(block) => {
-                if !block.writes.is_empty() {
-                    let sequencer = self.sequencer.clone().lock_owned().await;
-                    self.commit_detached(block.writes, block.reads, sequencer)
-                        .await?;
-                }
-                Ok(ExecuteResponse::command("COMMIT"))
-            }
-        }
+    /// Readies a statement for planning: resolves its relation names for the session's search
+    /// path and rewrites PostgreSQL syntax DataFusion does not plan.
+    pub(crate) fn prepare(&self, session: &Session, mut statement: Statement) -> Statement {
+        self.qualify_statement(session, &mut statement);
+        let target = match statement {
+            Statement::CreateView(_) => Target::View,
+            _ => Target::Read,
+        };
+        let aggregates = self.base_state.aggregate_functions();
+        let windows = self.base_state.window_functions();
+        let is_aggregate = |name: &str| {
+            aggregates.contains_key(name)
+                || windows.contains_key(name)
+                || name == crate::pg_functions::SINGLE_VALUE
+        };
+        rewrite_postgres_syntax(&mut statement, target, &is_aggregate);
+        statement
     }
 
     /// The word for an object type in messages.
@@ -226,6 +244,7 @@ impl Coordinator {
             ObjectType::View => "view",
             ObjectType::MaterializedView => "materialized view",
             ObjectType::Index => "index",
+            ObjectType::Schema => "schema",
             _ => "object",
         }
     }

@@ -73,8 +73,7 @@ impl Coordinator {
                 "COPY other than COPY table FROM STDIN (COPY TO is not supported yet)".into(),
             ));
         };
-        let name = crate::naming::object_name(&table_name)?;
-        let (table, codecs) = self.writable_table(&name)?;
+        let (table, codecs) = self.writable_table(session, &table_name)?;
         let columns = if columns.is_empty() {
             (0..codecs.schema.fields().len()).collect()
         } else {
@@ -135,13 +134,12 @@ impl Coordinator {
             .pending_copy
             .take()
             .ok_or_else(|| CoordError::InvalidStatement("no COPY in progress".into()))?;
-        let (table, codecs) = self.writable_table(&plan.table_name)?;
-        if table.id != plan.table {
-            return Err(CoordError::UnknownObject {
+        let item = crate::catalog::read(&self.catalog).get(plan.table).cloned();
+        let (table, codecs) =
+            self.writable_item(item.ok_or_else(|| CoordError::UnknownObject {
                 kind: "relation",
                 name: plan.table_name.clone(),
-            });
-        }
+            })?)?;
         let text = std::str::from_utf8(data)
             .map_err(|e| CoordError::InvalidValue(format!("invalid UTF-8 in COPY data: {e}")))?;
         let records = match plan.format {
@@ -392,7 +390,7 @@ pub(crate) fn apply_conflict_update(
                 "ON CONFLICT update of a column tuple".into(),
             ));
         };
-        let name = crate::naming::object_name(column)?;
+        let name = crate::naming::column_name(column)?;
         let index = codecs.schema.index_of(&name).map_err(|_| {
             CoordError::UnknownColumn(format!(
                 "column \"{name}\" of relation \"{table}\" does not exist"

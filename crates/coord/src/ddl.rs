@@ -15,24 +15,26 @@ use datafusion::common::DFSchema;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, CreateView, Expr as SqlExpr, ObjectName, ObjectType,
-    Statement, TableConstraint,
+    ColumnOption, CreateIndex, CreateTable, CreateView, Expr as SqlExpr, ObjectName,
+    ObjectNamePart, ObjectType, SchemaName, Statement, TableConstraint,
 };
 use repr::{GlobalId, RelationDesc, Timestamp};
 use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::plan::Plan;
+use sql::session::DEFAULT_SCHEMA;
 use storage::{CatalogItem, CatalogOp, ItemKind};
 
 use crate::catalog::{kind_name, relation_table, Item, ItemDetails};
 use crate::coordinator::{parse, Coordinator};
 use crate::error::CoordError;
-use crate::naming::{fold_ident, name_result_columns, object_name};
+use crate::naming::{fold_ident, name_result_columns, object_ref, sql_ident, ObjectRef};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::TableCodecs;
 
 /// A table, planned from its CREATE TABLE.
 pub(crate) struct PlannedTable {
+    pub schema: String,
     pub name: String,
     pub desc: RelationDesc,
     pub defaults: HashMap<String, Expr>,
@@ -42,6 +44,7 @@ pub(crate) struct PlannedTable {
 
 /// A view or materialized view, planned from its query.
 pub(crate) struct PlannedView {
+    pub schema: String,
     pub name: String,
     pub logical: LogicalPlan,
     pub depends_on: Vec<GlobalId>,
@@ -49,6 +52,8 @@ pub(crate) struct PlannedView {
 
 /// An index, planned from its CREATE INDEX.
 pub(crate) struct PlannedIndex {
+    /// The schema of the indexed relation, which the index belongs to.
+    pub schema: String,
     pub name: String,
     pub on: GlobalId,
     pub columns: Vec<usize>,
@@ -58,15 +63,27 @@ impl Coordinator {
     pub(crate) async fn create_table(
         &self,
         session: &mut Session,
-        create: CreateTable,
+        mut create: CreateTable,
     ) -> Result<ExecuteResponse, CoordError> {
+        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
         let create_sql = Statement::CreateTable(create.clone()).to_string();
         let planned = self.plan_table(&create)?;
         let _sequencer = self.sequencer.lock().await;
-        if self.exists(session, &planned.name, create.if_not_exists)? {
+        if self.exists(
+            session,
+            &planned.schema,
+            &planned.name,
+            create.if_not_exists,
+        )? {
             return Ok(ExecuteResponse::command("CREATE TABLE"));
         }
-        let id = self.record_item(&planned.name, ItemKind::Table, &create_sql, Vec::new())?;
+        let id = self.record_item(
+            &planned.schema,
+            &planned.name,
+            ItemKind::Table,
+            &create_sql,
+            Vec::new(),
+        )?;
         self.install_table(id, &create_sql, planned, self.oracle.read_time() + 1)?;
         Ok(ExecuteResponse::command("CREATE TABLE"))
     }
@@ -74,8 +91,9 @@ impl Coordinator {
     pub(crate) async fn create_view(
         &self,
         session: &mut Session,
-        create: CreateView,
+        mut create: CreateView,
     ) -> Result<ExecuteResponse, CoordError> {
+        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
         let create_sql = Statement::CreateView(create.clone()).to_string();
         let kind = if create.materialized {
             ItemKind::MaterializedView
@@ -93,14 +111,25 @@ impl Coordinator {
         crate::statement_checks::reject_bag_set_operations(&Statement::CreateView(create.clone()))?;
         let planned = self.plan_view(&create).await?;
         let _sequencer = self.sequencer.lock().await;
-        if self.exists(session, &planned.name, create.if_not_exists)? {
+        if self.exists(
+            session,
+            &planned.schema,
+            &planned.name,
+            create.if_not_exists,
+        )? {
             return Ok(ExecuteResponse::command(tag));
         }
         let lowered = match kind {
             ItemKind::MaterializedView => Some(self.lower_view(&planned)?),
             _ => None,
         };
-        let id = self.record_item(&planned.name, kind, &create_sql, planned.depends_on.clone())?;
+        let id = self.record_item(
+            &planned.schema,
+            &planned.name,
+            kind,
+            &create_sql,
+            planned.depends_on.clone(),
+        )?;
         let installed = match lowered {
             Some(plan) => self.install_materialized_view(id, &create_sql, planned, plan),
             None => self.install_view(id, &create_sql, planned),
@@ -115,15 +144,26 @@ impl Coordinator {
     pub(crate) async fn create_index(
         &self,
         session: &mut Session,
-        create: CreateIndex,
+        mut create: CreateIndex,
     ) -> Result<ExecuteResponse, CoordError> {
+        let on = self.resolve_item(session, &create.table_name)?;
+        create.table_name = qualified_name(&ObjectRef {
+            schema: Some(on.schema.clone()),
+            name: on.name.clone(),
+        });
         let create_sql = Statement::CreateIndex(create.clone()).to_string();
         let planned = self.plan_index(&create)?;
         let _sequencer = self.sequencer.lock().await;
-        if self.exists(session, &planned.name, create.if_not_exists)? {
+        if self.exists(
+            session,
+            &planned.schema,
+            &planned.name,
+            create.if_not_exists,
+        )? {
             return Ok(ExecuteResponse::command("CREATE INDEX"));
         }
         let id = self.record_item(
+            &planned.schema,
             &planned.name,
             ItemKind::Index,
             &create_sql,
@@ -133,15 +173,77 @@ impl Coordinator {
         Ok(ExecuteResponse::command("CREATE INDEX"))
     }
 
-    /// Whether `name` is taken; with IF NOT EXISTS that is a notice, otherwise an error.
+    pub(crate) async fn create_schema(
+        &self,
+        session: &mut Session,
+        name: SchemaName,
+        if_not_exists: bool,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let name = match &name {
+            SchemaName::Simple(name) | SchemaName::NamedAuthorization(name, _) => {
+                match object_ref(name)? {
+                    ObjectRef { schema: None, name } => name,
+                    ObjectRef { .. } => {
+                        return Err(CoordError::Unsupported(format!(
+                            "CREATE SCHEMA {name}: schemas of other databases"
+                        )))
+                    }
+                }
+            }
+            SchemaName::UnnamedAuthorization(role) => fold_ident(role),
+        };
+        let _sequencer = self.sequencer.lock().await;
+        let taken = {
+            let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+            catalog.has_schema(&name) || crate::system_catalog::is_system_schema(&name)
+        };
+        if taken {
+            if if_not_exists {
+                session.notice(
+                    "NOTICE",
+                    "42P06",
+                    format!("schema \"{name}\" already exists, skipping"),
+                );
+                return Ok(ExecuteResponse::command("CREATE SCHEMA"));
+            }
+            return Err(CoordError::DuplicateObject {
+                kind: "schema",
+                name,
+            });
+        }
+        let create_sql = format!("CREATE SCHEMA {}", sql_ident(&name));
+        let id = self.record_item("", &name, ItemKind::Schema, &create_sql, Vec::new())?;
+        self.install_schema(id, &name, &create_sql);
+        Ok(ExecuteResponse::command("CREATE SCHEMA"))
+    }
+
+    /// Puts a schema into the catalog.
+    pub(crate) fn install_schema(&self, id: GlobalId, name: &str, create_sql: &str) {
+        self.catalog
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Item {
+                id,
+                name: name.to_string(),
+                schema: String::new(),
+                kind: ItemKind::Schema,
+                create_sql: create_sql.to_string(),
+                depends_on: Vec::new(),
+                details: ItemDetails::Schema,
+            });
+    }
+
+    /// Whether `name` is taken in `schema`; with IF NOT EXISTS that is a notice, otherwise an
+    /// error.
     fn exists(
         &self,
         session: &mut Session,
+        schema: &str,
         name: &str,
         if_not_exists: bool,
     ) -> Result<bool, CoordError> {
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        match catalog.by_name(name) {
+        match catalog.by_name(schema, name) {
             None => Ok(false),
             Some(_) if if_not_exists => {
                 session.notice(
@@ -159,8 +261,9 @@ impl Coordinator {
     }
 
     /// Stores a new item durably and returns its id.
-    fn record_item(
+    pub(crate) fn record_item(
         &self,
+        schema: &str,
         name: &str,
         kind: ItemKind,
         create_sql: &str,
@@ -170,6 +273,7 @@ impl Coordinator {
         self.durable.apply(&[CatalogOp::Put(CatalogItem {
             id,
             name: name.to_string(),
+            schema: schema.to_string(),
             kind,
             create_sql: create_sql.to_string(),
             depends_on,
@@ -188,7 +292,7 @@ impl Coordinator {
                 "temporary and external tables".into(),
             ));
         }
-        let name = object_name(&create.name)?;
+        let (schema_name, name) = stored_name(&create.name)?;
         let mut primary_key: Option<Vec<String>> = None;
         let mut set_primary_key = |columns: Vec<String>| {
             if primary_key.is_some() {
@@ -284,6 +388,7 @@ impl Coordinator {
             defaults.insert(column, logical.cast_to(data_type, &empty)?);
         }
         Ok(PlannedTable {
+            schema: schema_name,
             name,
             desc: RelationDesc {
                 schema,
@@ -323,6 +428,7 @@ impl Coordinator {
             .insert(Item {
                 id,
                 name: planned.name,
+                schema: planned.schema,
                 kind: ItemKind::Table,
                 create_sql: create_sql.to_string(),
                 depends_on: Vec::new(),
@@ -332,7 +438,7 @@ impl Coordinator {
     }
 
     pub(crate) async fn plan_view(&self, create: &CreateView) -> Result<PlannedView, CoordError> {
-        let name = object_name(&create.name)?;
+        let (schema, name) = stored_name(&create.name)?;
         let mut query = create.query.clone();
         name_result_columns(&mut query);
         let query = if create.columns.is_empty() {
@@ -360,6 +466,7 @@ impl Coordinator {
         }
         let depends_on = self.referenced_items(&logical);
         Ok(PlannedView {
+            schema,
             name,
             logical,
             depends_on,
@@ -373,13 +480,15 @@ impl Coordinator {
         let _ = plan.apply_with_subqueries(|node| {
             match node {
                 LogicalPlan::TableScan(scan) => {
-                    if let Some(item) = catalog.by_name(scan.table_name.table()) {
+                    let schema = scan.table_name.schema().unwrap_or(DEFAULT_SCHEMA);
+                    if let Some(item) = catalog.by_name(schema, scan.table_name.table()) {
                         ids.push(item.id);
                     }
                 }
                 // Views are inlined while planning; what is left of them is an alias.
                 LogicalPlan::SubqueryAlias(alias) => {
-                    if let Some(item) = catalog.by_name(alias.alias.table()) {
+                    let schema = alias.alias.schema().unwrap_or(DEFAULT_SCHEMA);
+                    if let Some(item) = catalog.by_name(schema, alias.alias.table()) {
                         if item.kind == ItemKind::View {
                             ids.push(item.id);
                         }
@@ -414,6 +523,7 @@ impl Coordinator {
             .insert(Item {
                 id,
                 name: planned.name,
+                schema: planned.schema,
                 kind: ItemKind::View,
                 create_sql: create_sql.to_string(),
                 depends_on: planned.depends_on,
@@ -444,6 +554,7 @@ impl Coordinator {
             .insert(Item {
                 id,
                 name: planned.name,
+                schema: planned.schema,
                 kind: ItemKind::MaterializedView,
                 create_sql: create_sql.to_string(),
                 depends_on: planned.depends_on,
@@ -453,10 +564,10 @@ impl Coordinator {
     }
 
     pub(crate) fn plan_index(&self, create: &CreateIndex) -> Result<PlannedIndex, CoordError> {
-        let on_name = object_name(&create.table_name)?;
+        let (schema, on_name) = stored_name(&create.table_name)?;
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let on = catalog
-            .by_name(&on_name)
+            .by_name(&schema, &on_name)
             .ok_or_else(|| CoordError::UnknownObject {
                 kind: "relation",
                 name: on_name.clone(),
@@ -492,7 +603,14 @@ impl Coordinator {
             ));
         }
         let name = match &create.name {
-            Some(name) => object_name(name)?,
+            Some(name) => match object_ref(name)? {
+                ObjectRef { schema: None, name } => name,
+                ObjectRef { .. } => {
+                    return Err(CoordError::Syntax(format!(
+                        "an index name cannot be qualified (\"{name}\"): an index lives in the schema of its relation"
+                    )))
+                }
+            },
             None => {
                 let column_names: Vec<&str> = columns
                     .iter()
@@ -502,6 +620,7 @@ impl Coordinator {
             }
         };
         Ok(PlannedIndex {
+            schema,
             name,
             on: on.id,
             columns,
@@ -544,6 +663,7 @@ impl Coordinator {
         catalog.insert(Item {
             id,
             name: planned.name,
+            schema: planned.schema,
             kind: ItemKind::Index,
             create_sql: create_sql.to_string(),
             depends_on: vec![planned.on],
@@ -565,8 +685,10 @@ impl Coordinator {
             ObjectType::View => (ItemKind::View, "a view"),
             ObjectType::MaterializedView => (ItemKind::MaterializedView, "a materialized view"),
             ObjectType::Index => (ItemKind::Index, "an index"),
+            ObjectType::Schema => (ItemKind::Schema, "a schema"),
             other => return Err(CoordError::Unsupported(format!("DROP {other}"))),
         };
+        let search_path = session.search_path();
         let type_name = Coordinator::object_type_name(object_type);
         let tag = format!("DROP {}", type_name.to_uppercase());
         let _sequencer = self.sequencer.lock().await;
@@ -574,8 +696,17 @@ impl Coordinator {
         {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
             for name in &names {
-                let name = object_name(name)?;
-                let Some(item) = catalog.by_name(&name) else {
+                let name = object_ref(name)?;
+                let found = if expected_kind == ItemKind::Schema {
+                    if name.schema.is_none() && name.name == DEFAULT_SCHEMA {
+                        return Err(CoordError::Unsupported("dropping the schema public".into()));
+                    }
+                    catalog.schema_item(&name.name)
+                } else {
+                    catalog.resolve(&name, &search_path)
+                };
+                let name = name.name;
+                let Some(item) = found else {
                     if if_exists {
                         session.notice(
                             "NOTICE",
@@ -661,4 +792,23 @@ impl Coordinator {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
     }
+}
+
+/// The schema and name of a stored item's SQL (`public` for names stored unqualified).
+pub(crate) fn stored_name(name: &ObjectName) -> Result<(String, String), CoordError> {
+    let name = object_ref(name)?;
+    Ok((
+        name.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
+        name.name,
+    ))
+}
+
+/// The SQL name of a resolved object.
+pub(crate) fn qualified_name(name: &ObjectRef) -> ObjectName {
+    let mut parts = Vec::new();
+    if let Some(schema) = &name.schema {
+        parts.push(ObjectNamePart::Identifier(sql_ident(schema)));
+    }
+    parts.push(ObjectNamePart::Identifier(sql_ident(&name.name)));
+    ObjectName(parts)
 }

@@ -113,6 +113,12 @@ pub enum CoordError {
     /// The statement cannot run inside a transaction block.
     #[error("{0} cannot run inside a transaction block")]
     InTransactionBlock(&'static str),
+    /// A new item's name names no schema, and none of the search path exists.
+    #[error("no schema has been selected to create in")]
+    NoSchemaSelected,
+    /// The statement can only run inside a transaction block.
+    #[error("{0} can only be used in transaction blocks")]
+    NoTransaction(&'static str),
     /// A concurrent write made this transaction's reads stale.
     #[error("could not serialize access due to concurrent update of \"{0}\"")]
     SerializationFailure(String),
@@ -240,8 +246,9 @@ fn classify_message(message: &str) -> CoordError {
         CoordError::CardinalityViolation(
             "more than one row returned by a subquery used as an expression".into(),
         )
-    } else if lower.contains("must be in group by") {
-        CoordError::GroupingError(message.to_string())
+    } else if lower.contains("must be in group by") || lower.contains("must appear in the group by")
+    {
+        CoordError::GroupingError(rephrase_grouping_error(message))
     } else if let Some(name) = missing_table(message) {
         CoordError::UnknownObject {
             kind: "relation",
@@ -275,6 +282,25 @@ fn missing_table(message: &str) -> Option<String> {
     let rest = message.strip_prefix("table '")?;
     let name = rest.split('\'').next()?;
     Some(name.rsplit('.').next().unwrap_or(name).to_string())
+}
+
+/// Postgres's message for a column used outside GROUP BY: `column "t.c" must appear in the
+/// GROUP BY clause or be used in an aggregate function` (DataFusion's names the schema too).
+fn rephrase_grouping_error(message: &str) -> String {
+    let column = message
+        .split("column \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next());
+    match column {
+        Some(column) => {
+            let parts: Vec<&str> = column.split('.').collect();
+            let relation_and_column = parts[parts.len().saturating_sub(2)..].join(".");
+            format!(
+                "column \"{relation_and_column}\" must appear in the GROUP BY clause or be used in an aggregate function"
+            )
+        }
+        None => message.to_string(),
+    }
 }
 
 fn rephrase_column_error(message: &str) -> String {

@@ -15,20 +15,26 @@ mod comments;
 mod commit;
 mod coordinator;
 mod copy;
+mod cursors;
 mod ddl;
 mod error;
+mod name_resolution;
 mod naming;
 mod oids;
+mod pg_functions;
 mod postgres_literals;
+mod postgres_syntax;
+mod query_context;
 mod read;
 mod recovery;
 mod response;
 mod session;
 mod show;
 mod statement_checks;
-mod system_tables;
+mod system_catalog;
 mod table_rows;
 mod timestamps;
+mod transactions;
 mod write;
 
 pub use bind::{bind_parameters, StatementDesc};
@@ -37,6 +43,12 @@ pub use copy::CopyFormat;
 pub use error::CoordError;
 pub use response::ExecuteResponse;
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
+
+/// The ParameterStatus values a new session of `user` reports, given the settings its
+/// client's startup message asked for.
+pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec<(String, String)> {
+    Session::new(user, 0, startup).reported_settings()
+}
 
 pub use datafusion::sql::sqlparser::ast::Statement;
 

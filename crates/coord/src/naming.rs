@@ -6,7 +6,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, SelectItem, SetExpr};
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Ident, Query, Select, SelectItem, VisitMut, VisitorMut,
+};
 
 /// Separates a result column's name from the suffix that keeps a repeated name unique while
 /// DataFusion plans (Postgres allows `SELECT a, a`; DataFusion requires distinct names).
@@ -34,13 +38,31 @@ pub(crate) fn display_schema(schema: &SchemaRef) -> SchemaRef {
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
-/// Names the query's top-level SELECT list as Postgres does: an unnamed expression gets its
-/// Postgres name (`count(*)` is `count`), and a name that repeats gets a hidden suffix (see
-/// [`display_name`]).
+/// Names the SELECT lists of a query (and of its subqueries) as Postgres does: an unnamed
+/// expression gets its Postgres name (`count(*)` is `count`), and a name that repeats gets a
+/// hidden suffix (see [`display_name`]), as do the columns listed beside a `*`.
 pub(crate) fn name_result_columns(query: &mut Query) {
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return;
-    };
+    let _ = query.visit(&mut SelectNamer);
+}
+
+struct SelectNamer;
+
+impl VisitorMut for SelectNamer {
+    type Break = ();
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        name_select_list(select);
+        ControlFlow::Continue(())
+    }
+}
+
+fn name_select_list(select: &mut Select) {
+    let has_wildcard = select.projection.iter().any(|item| {
+        matches!(
+            item,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    });
     let mut used: HashSet<String> = HashSet::new();
     for (position, item) in select.projection.iter_mut().enumerate() {
         let (expr, name, is_column) = match item {
@@ -52,7 +74,8 @@ pub(crate) fn name_result_columns(query: &mut Query) {
             SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), fold_ident(alias), true),
             _ => continue,
         };
-        let alias = if used.insert(name.to_lowercase()) {
+        // A `*` may expand to the same names, which DataFusion would refuse.
+        let alias = if used.insert(name.to_lowercase()) && !has_wildcard {
             if is_column {
                 continue;
             }
@@ -138,10 +161,28 @@ pub(crate) fn fold_ident(ident: &Ident) -> String {
     }
 }
 
-/// The object a (possibly `public.`-qualified) name refers to.
-pub(crate) fn object_name(
+/// A name as written in a statement: an optional schema and the object's own name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ObjectRef {
+    /// The schema, if the name was qualified.
+    pub schema: Option<String>,
+    /// The object's name within its schema.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.schema {
+            Some(schema) => write!(f, "{schema}.{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// The parts of a (possibly schema- or database-qualified) name, folded as Postgres folds them.
+pub(crate) fn object_ref(
     name: &datafusion::sql::sqlparser::ast::ObjectName,
-) -> Result<String, crate::error::CoordError> {
+) -> Result<ObjectRef, crate::error::CoordError> {
     use datafusion::sql::sqlparser::ast::ObjectNamePart;
     let parts = name
         .0
@@ -154,16 +195,53 @@ pub(crate) fn object_name(
         })
         .collect::<Result<Vec<_>, _>>()?;
     match parts.as_slice() {
-        [object] => Ok(object.clone()),
-        [schema, object] if schema == sql::session::DEFAULT_SCHEMA => Ok(object.clone()),
-        [database, schema, object]
-            if database == sql::session::DATABASE && schema == sql::session::DEFAULT_SCHEMA =>
-        {
-            Ok(object.clone())
-        }
-        _ => Err(crate::error::CoordError::UnknownObject {
-            kind: "schema",
-            name: parts[..parts.len().saturating_sub(1)].join("."),
+        [object] => Ok(ObjectRef {
+            schema: None,
+            name: object.clone(),
         }),
+        [schema, object] => Ok(ObjectRef {
+            schema: Some(schema.clone()),
+            name: object.clone(),
+        }),
+        [database, schema, object] if database == sql::session::DATABASE => Ok(ObjectRef {
+            schema: Some(schema.clone()),
+            name: object.clone(),
+        }),
+        [_, _, _] => Err(crate::error::CoordError::Unsupported(format!(
+            "cross-database references are not implemented: {name}"
+        ))),
+        _ => Err(crate::error::CoordError::Syntax(format!(
+            "improper qualified name (too many dotted names): {name}"
+        ))),
     }
+}
+
+/// A column name: the last part of a possibly qualified name.
+pub(crate) fn column_name(
+    name: &datafusion::sql::sqlparser::ast::ObjectName,
+) -> Result<String, crate::error::CoordError> {
+    Ok(object_ref(name)?.name)
+}
+
+/// An identifier that reads back as `name`: quoted unless it is a lower-case word that needs
+/// no quotes (what `quote_ident` decides).
+pub(crate) fn sql_ident(name: &str) -> Ident {
+    if needs_quotes(name) {
+        Ident::with_quote('"', name)
+    } else {
+        Ident::new(name)
+    }
+}
+
+/// Whether Postgres needs `name` quoted to read it back unchanged.
+pub(crate) fn needs_quotes(name: &str) -> bool {
+    let mut chars = name.chars();
+    let starts_well = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    !starts_well
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+        || crate::system_catalog::is_reserved_keyword(name)
 }

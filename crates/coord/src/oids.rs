@@ -9,12 +9,15 @@ use repr::GlobalId;
 
 /// `pg_catalog`.
 pub(crate) const PG_CATALOG_NAMESPACE: u32 = 11;
+/// `pg_toast`.
+pub(crate) const PG_TOAST_NAMESPACE: u32 = 99;
 /// `public`.
 pub(crate) const PUBLIC_NAMESPACE: u32 = 2200;
-/// `information_schema`.
-pub(crate) const INFORMATION_SCHEMA_NAMESPACE: u32 = 13_000;
-/// `fluxion_catalog`.
-pub(crate) const FLUXION_CATALOG_NAMESPACE: u32 = 13_100;
+/// `information_schema` (the OID PostgreSQL 15's initdb gives it).
+pub(crate) const INFORMATION_SCHEMA_NAMESPACE: u32 = 13_207;
+/// `fluxion_catalog`; its relations take the OIDs just above it. (PostgreSQL's built-in
+/// objects stay below 16000.)
+pub(crate) const FLUXION_CATALOG_NAMESPACE: u32 = 16_000;
 /// The database (`pg_database.oid`).
 pub(crate) const DATABASE_OID: u32 = 16_383;
 /// The one role (`pg_roles.oid`), the owner of everything.
@@ -40,10 +43,4 @@ pub(crate) fn primary_key_index_oid(id: GlobalId) -> u32 {
 /// The OID of an item's row type (`pg_class.reltype`).
 pub(crate) fn row_type_oid(id: GlobalId) -> u32 {
     item_oid(id) + 3
-}
-
-/// The catalog item an OID belongs to, and which of its four OIDs it is.
-pub(crate) fn item_of_oid(oid: u32) -> Option<(GlobalId, u32)> {
-    let offset = oid.checked_sub(FIRST_USER_OID)?;
-    Some((GlobalId(u64::from(offset / 4)), offset % 4))
 }

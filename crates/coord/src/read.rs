@@ -15,19 +15,17 @@ use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
-use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
-use sql::catalog::{KeyLookup, RelationTable, SnapshotContext, SnapshotReader};
+use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
-use crate::timestamps::ReadHold;
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;
@@ -35,9 +33,9 @@ const BATCH_ROWS: usize = 8192;
 /// Reads arrangements at one time, with a transaction's uncommitted writes laid over them.
 #[derive(Debug)]
 pub(crate) struct ArrangementReader {
-    compute: Arc<ComputeController>,
-    time: Timestamp,
-    overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
+    pub compute: Arc<ComputeController>,
+    pub time: Timestamp,
+    pub overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
 }
 
 #[async_trait]
@@ -164,40 +162,7 @@ pub(crate) async fn execute_plan(
     Ok((schema, batches))
 }
 
-/// A time held for the duration of one query, and the session to plan it in.
-pub(crate) struct QueryContext {
-    pub state: SessionState,
-    pub hold: ReadHold,
-}
-
 impl Coordinator {
-    /// A planning session that reads at the current read time, with `overlay` laid over the
-    /// committed contents.
-    pub(crate) fn query_context(&self, overlay: &PendingWrites) -> QueryContext {
-        let hold = self.holds.acquire(self.oracle.read_time());
-        let reader = ArrangementReader {
-            compute: self.compute.clone(),
-            time: hold.time(),
-            overlay: overlay.tables.clone().into_iter().collect(),
-        };
-        let mut config = self
-            .base_state
-            .config()
-            .clone()
-            .with_extension(Arc::new(SnapshotContext(Arc::new(reader))));
-        // A query run once keeps scalar subqueries as expressions: a subquery returning more
-        // than one row is then an error, as in Postgres. (Views turn them into joins.)
-        config
-            .options_mut()
-            .optimizer
-            .enable_physical_uncorrelated_scalar_subquery = true;
-        let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
-            .with_config(config)
-            .build();
-        state.mark_start_execution();
-        QueryContext { state, hold }
-    }
-
     /// Plans a statement in a planning session (no reads happen).
     pub(crate) async fn plan_statement(
         &self,
@@ -212,18 +177,20 @@ impl Coordinator {
     /// Runs a query and collects its rows.
     pub(crate) async fn run_query(
         &self,
-        session: &Session,
+        session: &mut Session,
         statement: Statement,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
         let overlay = match &session.transaction {
             Transaction::Block(block) => block.writes.clone(),
             _ => PendingWrites::default(),
         };
-        let context = self.query_context(&overlay);
+        let context = self.query_context(session, &overlay);
         let plan = self.plan_statement(&context.state, statement).await?;
-        let result = execute_plan(&context.state, plan).await?;
+        let (schema, batches) = execute_plan(&context.state, plan).await?;
+        let batches = context.display_reg_types(&self.catalog, &schema, batches)?;
+        context.apply_changed_settings(session);
         drop(context.hold);
-        Ok(result)
+        Ok((crate::query_context::displayed_schema(&schema), batches))
     }
 
     pub(crate) async fn select(
@@ -235,9 +202,6 @@ impl Coordinator {
             name_result_columns(query);
         }
         let (schema, batches) = self.run_query(session, statement).await?;
-        Ok(ExecuteResponse::Rows {
-            schema: crate::naming::display_schema(&schema),
-            batches,
-        })
+        Ok(ExecuteResponse::Rows { schema, batches })
     }
 }

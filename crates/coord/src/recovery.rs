@@ -24,6 +24,9 @@ impl Coordinator {
     ) -> Result<(), CoordError> {
         let started = Instant::now();
         let items = self.durable.items()?;
+        for item in items.iter().filter(|i| i.kind == ItemKind::Schema) {
+            self.install_schema(item.id, &item.name, &item.create_sql);
+        }
         let mut tables = 0;
         for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
             let Some(Statement::CreateTable(create)) = parse(&item.create_sql)?.pop() else {
@@ -40,7 +43,10 @@ impl Coordinator {
         self.compute.advance_inputs(floor + 1);
         self.oracle.mark_committed(floor);
         let mut dataflows: Vec<GlobalId> = Vec::new();
-        for item in items.iter().filter(|i| i.kind != ItemKind::Table) {
+        let derived = items
+            .iter()
+            .filter(|i| !matches!(i.kind, ItemKind::Table | ItemKind::Schema));
+        for item in derived {
             let statement = parse(&item.create_sql)?.pop().ok_or_else(|| {
                 CoordError::Internal(format!("stored SQL of {} is empty", item.name))
             })?;

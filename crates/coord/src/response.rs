@@ -22,6 +22,18 @@ pub enum ExecuteResponse {
         /// The data format.
         format: CopyFormat,
     },
+    /// Rows fetched from a cursor (completion tag `FETCH n`).
+    Fetched {
+        /// Column names and types.
+        schema: SchemaRef,
+        /// The rows.
+        batches: Vec<RecordBatch>,
+    },
+    /// DEALLOCATE: the prepared statement to forget (`None`: all of them).
+    Deallocate {
+        /// The statement's name.
+        name: Option<String>,
+    },
     /// The query string held no statement.
     EmptyQuery,
 }

@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 
 use repr::{Diff, GlobalId, Row, Timestamp};
 
+use datafusion::arrow::datatypes::SchemaRef;
+
 use crate::copy::CopyPlan;
+use crate::cursors::Cursor;
 
 /// Where a session stands with respect to transactions (the ReadyForQuery status byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +50,16 @@ pub(crate) struct TransactionBlock {
     /// Tables whose contents this transaction's writes were computed from, with the time
     /// they were read at: a later write to them makes the transaction stale.
     pub reads: BTreeMap<GlobalId, Timestamp>,
+    /// Open savepoints, oldest first.
+    pub savepoints: Vec<Savepoint>,
+}
+
+/// A savepoint: the block's writes and reads when it was set.
+#[derive(Debug)]
+pub(crate) struct Savepoint {
+    pub name: String,
+    pub writes: PendingWrites,
+    pub reads: BTreeMap<GlobalId, Timestamp>,
 }
 
 #[derive(Debug, Default)]
@@ -54,7 +67,8 @@ pub(crate) enum Transaction {
     #[default]
     Idle,
     Block(TransactionBlock),
-    Failed,
+    /// A block that failed; it keeps its state for ROLLBACK TO SAVEPOINT.
+    Failed(TransactionBlock),
 }
 
 /// One client connection's state.
@@ -64,8 +78,51 @@ pub struct Session {
     pub(crate) variables: BTreeMap<String, String>,
     pub(crate) notices: Vec<Notice>,
     pub(crate) pending_copy: Option<CopyPlan>,
+    /// Open cursors by name.
+    pub(crate) cursors: BTreeMap<String, Cursor>,
+    /// Reported settings changed since the last call of [`Session::take_reported_settings`].
+    reported_changes: Vec<(String, String)>,
     user: String,
+    backend_pid: i32,
 }
+
+/// A setting's value as Postgres stores it: `DateStyle = ISO` is `ISO, MDY`.
+fn normalize_setting(name: &str, value: String) -> String {
+    if name.eq_ignore_ascii_case("datestyle") && !value.contains(',') {
+        let upper = value.trim().to_uppercase();
+        return match upper.as_str() {
+            "ISO" | "SQL" | "POSTGRES" | "GERMAN" => format!("{}, MDY", title_style(&upper)),
+            _ => value,
+        };
+    }
+    value
+}
+
+fn title_style(style: &str) -> String {
+    match style {
+        "POSTGRES" => "Postgres".into(),
+        "GERMAN" => "German".into(),
+        other => other.into(),
+    }
+}
+
+/// Settings a client is told about (ParameterStatus) when they change, spelled as PostgreSQL
+/// reports them.
+pub const REPORTED_SETTINGS: &[&str] = &[
+    "application_name",
+    "client_encoding",
+    "DateStyle",
+    "default_transaction_read_only",
+    "in_hot_standby",
+    "integer_datetimes",
+    "IntervalStyle",
+    "is_superuser",
+    "server_encoding",
+    "server_version",
+    "session_authorization",
+    "standard_conforming_strings",
+    "TimeZone",
+];
 
 /// Settings every session starts with, as PostgreSQL 15 reports them.
 pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
@@ -78,7 +135,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("intervalstyle", "postgres"),
     ("is_superuser", "on"),
     ("max_identifier_length", "63"),
-    ("search_path", "public"),
+    ("search_path", "\"$user\", public"),
     ("server_encoding", "UTF8"),
     ("server_version", crate::SERVER_VERSION),
     ("server_version_num", crate::SERVER_VERSION_NUM),
@@ -89,8 +146,9 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
 ];
 
 impl Session {
-    pub(crate) fn new(user: &str) -> Self {
-        Self {
+    /// A session for `user` with the settings the client sent in its startup message.
+    pub(crate) fn new(user: &str, backend_pid: i32, startup: &[(String, String)]) -> Self {
+        let mut session = Self {
             transaction: Transaction::Idle,
             variables: DEFAULT_SETTINGS
                 .iter()
@@ -98,8 +156,34 @@ impl Session {
                 .collect(),
             notices: Vec::new(),
             pending_copy: None,
+            cursors: BTreeMap::new(),
+            reported_changes: Vec::new(),
             user: user.to_string(),
+            backend_pid,
+        };
+        for (name, value) in startup {
+            let name = name.to_lowercase();
+            if DEFAULT_SETTINGS.iter().any(|(n, _)| *n == name) {
+                session.set_variable(&name, value.clone());
+            }
         }
+        session.reported_changes.clear();
+        session
+    }
+
+    /// Every reported setting with its value (what ParameterStatus tells a new client).
+    pub fn reported_settings(&self) -> Vec<(String, String)> {
+        REPORTED_SETTINGS
+            .iter()
+            .map(|name| {
+                let value = match *name {
+                    "session_authorization" => self.user.clone(),
+                    "in_hot_standby" | "default_transaction_read_only" => "off".to_string(),
+                    other => self.variable(other).unwrap_or_default().to_string(),
+                };
+                (name.to_string(), value)
+            })
+            .collect()
     }
 
     /// The user the session authenticated as.
@@ -107,12 +191,17 @@ impl Session {
         &self.user
     }
 
+    /// The process id the client was told in BackendKeyData (`pg_backend_pid()`).
+    pub fn backend_pid(&self) -> i32 {
+        self.backend_pid
+    }
+
     /// The transaction status for ReadyForQuery.
     pub fn transaction_status(&self) -> TransactionStatus {
         match self.transaction {
             Transaction::Idle => TransactionStatus::Idle,
             Transaction::Block(_) => TransactionStatus::InBlock,
-            Transaction::Failed => TransactionStatus::Failed,
+            Transaction::Failed(_) => TransactionStatus::Failed,
         }
     }
 
@@ -126,11 +215,59 @@ impl Session {
         self.variables.get(&name.to_lowercase()).map(String::as_str)
     }
 
+    /// The schemas unqualified names are looked up in, in order (`"$user"` is the session's
+    /// user name; schemas that do not exist are skipped by the lookups).
+    pub fn search_path(&self) -> Vec<String> {
+        self.variable("search_path")
+            .unwrap_or(sql::session::DEFAULT_SCHEMA)
+            .split(',')
+            .map(|part| part.trim())
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let unquoted = part
+                    .strip_prefix('"')
+                    .and_then(|p| p.strip_suffix('"'))
+                    .map(str::to_string)
+                    .unwrap_or_else(|| part.to_lowercase());
+                if unquoted == "$user" {
+                    self.user.clone()
+                } else {
+                    unquoted
+                }
+            })
+            .collect()
+    }
+
     /// Marks the open transaction block failed after an error.
     pub fn fail_transaction(&mut self) {
-        if matches!(self.transaction, Transaction::Block(_)) {
-            self.transaction = Transaction::Failed;
+        if let Transaction::Block(block) = std::mem::take(&mut self.transaction) {
+            self.transaction = Transaction::Failed(block);
         }
+    }
+
+    /// The schema of cursor `name`, if it is open (a client may Describe it as a portal).
+    pub fn cursor_schema(&self, name: &str) -> Option<SchemaRef> {
+        self.cursors.get(name).map(|c| c.schema.clone())
+    }
+
+    /// Settings reported to clients (ParameterStatus) that changed since the last call.
+    pub fn take_reported_settings(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.reported_changes)
+    }
+
+    /// Sets a setting, remembering the change for the client when it is a reported one.
+    pub(crate) fn set_variable(&mut self, name: &str, value: String) {
+        let value = normalize_setting(name, value);
+        if let Some(reported) = REPORTED_SETTINGS
+            .iter()
+            .find(|r| r.eq_ignore_ascii_case(name))
+        {
+            if self.variable(name) != Some(value.as_str()) {
+                self.reported_changes
+                    .push((reported.to_string(), value.clone()));
+            }
+        }
+        self.variables.insert(name.to_lowercase(), value);
     }
 
     /// Forgets a COPY whose data the client abandoned.

@@ -9,7 +9,7 @@ use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::{name_result_columns, object_name};
+use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 
@@ -61,14 +61,7 @@ impl Coordinator {
                 ItemKind::View
             })),
             Statement::ShowCreate { obj_name, .. } => {
-                let name = object_name(&obj_name)?;
-                let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-                let item = catalog
-                    .by_name(&name)
-                    .ok_or_else(|| CoordError::UnknownObject {
-                        kind: "relation",
-                        name: name.clone(),
-                    })?;
+                let item = self.resolve_item(session, &obj_name)?;
                 Ok(text_rows(
                     &["name", "create_sql"],
                     vec![vec![item.name.clone(), item.create_sql.clone()]],
@@ -132,7 +125,7 @@ impl Coordinator {
         } else {
             value
         };
-        session.variables.insert(name.to_string(), value);
+        session.set_variable(name, value);
         Ok(ExecuteResponse::command("SET"))
     }
 

@@ -19,25 +19,26 @@ use storage::ItemKind;
 use crate::catalog::Item;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::object_name;
+use crate::naming::column_name;
 use crate::read::consolidate;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
+use datafusion::sql::sqlparser::ast::ObjectName;
 
 impl Coordinator {
-    /// The writable table called `name`.
+    /// The writable table `name` refers to.
     pub(crate) fn writable_table(
         &self,
-        name: &str,
+        session: &Session,
+        name: &ObjectName,
     ) -> Result<(Item, Arc<TableCodecs>), CoordError> {
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let item = catalog
-            .by_name(name)
-            .ok_or_else(|| CoordError::UnknownObject {
-                kind: "relation",
-                name: name.to_string(),
-            })?;
+        self.writable_item(self.resolve_item(session, name)?)
+    }
+
+    /// `item` with its row codecs, if it is a table.
+    pub(crate) fn writable_item(&self, item: Item) -> Result<(Item, Arc<TableCodecs>), CoordError> {
+        let name = &item.name;
         if item.kind != ItemKind::Table {
             return Err(CoordError::WrongObjectType {
                 name: name.to_string(),
@@ -55,7 +56,7 @@ impl Coordinator {
             .get(&item.id)
             .cloned()
             .ok_or_else(|| CoordError::Internal(format!("no codecs for table {name}")))?;
-        Ok((item.clone(), codecs))
+        Ok((item, codecs))
     }
 
     pub(crate) async fn insert(
@@ -71,7 +72,7 @@ impl Coordinator {
         if insert.returning.is_some() {
             return Err(CoordError::Unsupported("INSERT … RETURNING".into()));
         }
-        let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        let (table, codecs) = self.writable_table(session, name)?;
         crate::statement_checks::normalize_insert(&mut insert, &codecs)?;
         let on_conflict = match insert.on.take() {
             None => None,
@@ -79,7 +80,7 @@ impl Coordinator {
             Some(_) => return Err(CoordError::Unsupported("ON DUPLICATE KEY".into())),
         };
         let sequencer = self.lock_for_autocommit(session).await;
-        let context = self.query_context(&pending(session));
+        let context = self.query_context(session, &pending(session));
         let plan = self
             .plan_statement(
                 &context.state,
@@ -243,7 +244,11 @@ impl Coordinator {
 
     /// The table an UPDATE changes, and the SELECT finding its rows: the old columns
     /// followed by the new values of the `(column, expression)` assignments.
-    pub(crate) fn update_query(&self, update: &Update) -> Result<UpdateQuery, CoordError> {
+    pub(crate) fn update_query(
+        &self,
+        session: &Session,
+        update: &Update,
+    ) -> Result<UpdateQuery, CoordError> {
         let TableFactor::Table { name, alias, .. } = &update.table.relation else {
             return Err(CoordError::Unsupported("UPDATE of a derived table".into()));
         };
@@ -252,13 +257,13 @@ impl Coordinator {
                 "UPDATE with FROM, joins or RETURNING".into(),
             ));
         }
-        let (table, codecs) = self.writable_table(&object_name(name)?)?;
+        let (table, codecs) = self.writable_table(session, name)?;
         let mut assigned: Vec<(usize, String)> = Vec::new();
         for assignment in &update.assignments {
             let AssignmentTarget::ColumnName(column) = &assignment.target else {
                 return Err(CoordError::Unsupported("UPDATE of a column tuple".into()));
             };
-            let column_name = object_name(column)?;
+            let column_name = column_name(column)?;
             let index = codecs.schema.index_of(&column_name).map_err(|_| {
                 CoordError::UnknownColumn(format!(
                     "column \"{column_name}\" of relation \"{}\" does not exist",
@@ -267,14 +272,7 @@ impl Coordinator {
             })?;
             assigned.push((index, assignment.value.to_string()));
         }
-        let target = match alias {
-            Some(alias) => format!("{name} AS {alias}"),
-            None => name.to_string(),
-        };
-        let qualifier = alias
-            .as_ref()
-            .map(|a| a.name.to_string())
-            .unwrap_or_else(|| name.to_string());
+        let (target, qualifier) = write_target(name, alias.as_ref(), &table);
         let new_values = assigned
             .iter()
             .enumerate()
@@ -297,6 +295,7 @@ impl Coordinator {
     /// The table a DELETE changes, and the SELECT finding its rows.
     pub(crate) fn delete_query(
         &self,
+        session: &Session,
         delete: &Delete,
     ) -> Result<(Item, Arc<TableCodecs>, String), CoordError> {
         let tables = match &delete.from {
@@ -315,15 +314,8 @@ impl Coordinator {
                 "DELETE from a derived table".into(),
             ));
         };
-        let (table, codecs) = self.writable_table(&object_name(name)?)?;
-        let target = match alias {
-            Some(alias) => format!("{name} AS {alias}"),
-            None => name.to_string(),
-        };
-        let qualifier = alias
-            .as_ref()
-            .map(|a| a.name.to_string())
-            .unwrap_or_else(|| name.to_string());
+        let (table, codecs) = self.writable_table(session, name)?;
+        let (target, qualifier) = write_target(name, alias.as_ref(), &table);
         let selection = delete
             .selection
             .as_ref()
@@ -346,7 +338,7 @@ impl Coordinator {
             codecs,
             query,
             assigned,
-        } = self.update_query(&update)?;
+        } = self.update_query(session, &update)?;
         let sequencer = self.lock_for_autocommit(session).await;
         let (read_time, batch) = self.read_for_write(session, &query).await?;
         let width = codecs.schema.fields().len();
@@ -422,7 +414,7 @@ impl Coordinator {
         session: &mut Session,
         delete: Delete,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (table, codecs, query) = self.delete_query(&delete)?;
+        let (table, codecs, query) = self.delete_query(session, &delete)?;
         let sequencer = self.lock_for_autocommit(session).await;
         let (read_time, batch) = self.read_for_write(session, &query).await?;
         let rows = codecs
@@ -446,7 +438,7 @@ impl Coordinator {
         let statement = statements
             .pop()
             .ok_or_else(|| CoordError::Internal("empty rewritten query".into()))?;
-        let context = self.query_context(&pending(session));
+        let context = self.query_context(session, &pending(session));
         let plan = self.plan_statement(&context.state, statement).await?;
         let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
         let batch =
@@ -470,4 +462,18 @@ fn pending(session: &Session) -> PendingWrites {
         Transaction::Block(block) => block.writes.clone(),
         _ => PendingWrites::default(),
     }
+}
+
+/// The FROM item and the column qualifier of the SELECT that finds the rows an UPDATE or
+/// DELETE changes: the table under its alias, or under its own bare name.
+fn write_target(
+    name: &ObjectName,
+    alias: Option<&datafusion::sql::sqlparser::ast::TableAlias>,
+    table: &Item,
+) -> (String, String) {
+    let qualifier = match alias {
+        Some(alias) => alias.name.to_string(),
+        None => crate::naming::sql_ident(&table.name).to_string(),
+    };
+    (format!("{name} AS {qualifier}"), qualifier)
 }

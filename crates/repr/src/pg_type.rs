@@ -63,11 +63,42 @@ pg_types! {
     TIMESTAMPTZ_ARRAY = (1185, "_timestamptz", -1, 0);
     INTERVAL_ARRAY = (1187, "_interval", -1, 0);
     NUMERIC_ARRAY = (1231, "_numeric", -1, 0);
+    CHAR = (18, "char", 1, 1002);
+    NAME = (19, "name", 64, 1003);
+    INT2VECTOR = (22, "int2vector", -1, 1006);
+    REGPROC = (24, "regproc", 4, 1008);
+    XID = (28, "xid", 4, 1011);
+    CID = (29, "cid", 4, 1012);
+    OIDVECTOR = (30, "oidvector", -1, 1013);
+    PG_NODE_TREE = (194, "pg_node_tree", -1, 0);
+    INET = (869, "inet", -1, 1041);
+    BPCHAR = (1042, "bpchar", -1, 1014);
+    REGCLASS = (2205, "regclass", 4, 2210);
+    REGTYPE = (2206, "regtype", 4, 2211);
+    ANYARRAY = (2277, "anyarray", -1, 0);
+    PG_LSN = (3220, "pg_lsn", 8, 3221);
+    REGNAMESPACE = (4089, "regnamespace", 4, 4090);
+    REGROLE = (4096, "regrole", 4, 4097);
+    XID8 = (5069, "xid8", 8, 271);
+    CHAR_ARRAY = (1002, "_char", -1, 0);
+    NAME_ARRAY = (1003, "_name", -1, 0);
+    INT2VECTOR_ARRAY = (1006, "_int2vector", -1, 0);
+    REGPROC_ARRAY = (1008, "_regproc", -1, 0);
+    OID_ARRAY = (1028, "_oid", -1, 0);
+    ACLITEM_ARRAY = (1034, "_aclitem", -1, 0);
+    JSON_ARRAY = (199, "_json", -1, 0);
+    JSONB_ARRAY = (3807, "_jsonb", -1, 0);
+    UUID_ARRAY = (2951, "_uuid", -1, 0);
+    TIME_ARRAY = (1183, "_time", -1, 0);
 }
 
 /// Field metadata key under which a column remembers the Postgres type it was declared with
 /// (`varchar(20)`, `jsonb`), where the Arrow type alone would lose it.
 pub const DECLARED_TYPE_KEY: &str = "fluxion.pg_type";
+
+/// Field metadata key under which a column remembers the oid of its Postgres type, for types
+/// Arrow has no match for (`oid`, `name`, `"char"`, `int2vector`, `regclass`, …).
+pub const PG_TYPE_OID_KEY: &str = "fluxion.pg_type_oid";
 
 /// The Postgres type of an Arrow type.
 pub fn pg_type_of(data_type: &DataType) -> PgType {
@@ -103,6 +134,15 @@ pub fn pg_type_of(data_type: &DataType) -> PgType {
 
 /// The Postgres type of a column, honouring a declared type kept in the field's metadata.
 pub fn pg_type_of_field(field: &Field) -> PgType {
+    if let Some(oid) = field
+        .metadata()
+        .get(PG_TYPE_OID_KEY)
+        .and_then(|oid| oid.parse().ok())
+    {
+        if let Some(pg) = pg_type_by_oid(oid) {
+            return pg;
+        }
+    }
     match field.metadata().get(DECLARED_TYPE_KEY).map(String::as_str) {
         Some(declared)
             if declared.starts_with("varchar") || declared.starts_with("character varying") =>
@@ -113,6 +153,32 @@ pub fn pg_type_of_field(field: &Field) -> PgType {
         Some("json") => JSON,
         Some("uuid") => UUID,
         _ => pg_type_of(field.data_type()),
+    }
+}
+
+/// Whether a column holds a vector whose subscripts start at 0 (`int2vector`, `oidvector`:
+/// `pg_index.indkey`, `pg_proc.proargtypes`); other arrays start at 1.
+pub fn is_zero_based_vector(field: &Field) -> bool {
+    matches!(
+        field.metadata().get(PG_TYPE_OID_KEY).map(String::as_str),
+        Some("22" | "30")
+    )
+}
+
+/// The type modifier of a column (`pg_attribute.atttypmod`, RowDescription's typmod):
+/// `(precision << 16 | scale) + 4` for numeric, the declared length + 4 for varchar, else -1.
+pub fn type_modifier(field: &Field) -> i32 {
+    match field.data_type() {
+        DataType::Decimal128(precision, scale) => {
+            ((i32::from(*precision) << 16) | i32::from(*scale as u8)) + 4
+        }
+        _ => field
+            .metadata()
+            .get(DECLARED_TYPE_KEY)
+            .and_then(|declared| declared.strip_prefix("character varying("))
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|n| n.parse::<i32>().ok())
+            .map_or(-1, |n| n + 4),
     }
 }
 

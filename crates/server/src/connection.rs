@@ -5,7 +5,8 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use coord::{Coordinator, ExecuteResponse, Notice, Session, Statement, StatementDesc};
+use coord::{Coordinator, ExecuteResponse, Session, Statement, StatementDesc};
+use futures::future::{select, Either};
 use futures::{stream, Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
@@ -16,16 +17,22 @@ use pgwire::api::results::{
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
-use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME, METADATA_USER};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{NoData, ParameterDescription};
-use pgwire::messages::extendedquery::{Describe, TARGET_TYPE_BYTE_STATEMENT};
+use pgwire::messages::extendedquery::Execute;
+use pgwire::messages::extendedquery::{
+    Describe, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::{CommandComplete, NoticeResponse};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::params::{is_binary, parameter_text};
 use crate::rows::{arrow_type_of, data_rows, field_infos, wire_type_of};
+use crate::simple_query;
 use crate::sqlstate::{error_info, to_pgwire};
 
 /// A statement prepared with Parse: the parsed statement and what Describe reports.
@@ -62,6 +69,17 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// The ReadyForQuery status of this connection's session.
+    async fn transaction_status(&self) -> pgwire::messages::response::TransactionStatus {
+        let status = self
+            .session
+            .lock()
+            .await
+            .as_ref()
+            .map_or(coord::TransactionStatus::Idle, Session::transaction_status);
+        simple_query::wire_status(status)
+    }
+
     pub fn new(coord: Arc<Coordinator>) -> Self {
         let session = Arc::new(tokio::sync::Mutex::new(None));
         Self {
@@ -84,25 +102,33 @@ async fn lock_session<'a, C: ClientInfo>(
 ) -> tokio::sync::MappedMutexGuard<'a, Session> {
     let mut guard = session.lock().await;
     if guard.is_none() {
-        let user = client
-            .metadata()
-            .get(METADATA_USER)
-            .cloned()
-            .unwrap_or_else(|| "fluxion".into());
-        *guard = Some(coord.new_session(&user));
+        let backend_pid = client.pid_and_secret_key().0;
+        *guard = Some(coord.new_session(
+            &crate::startup::user_of(client),
+            backend_pid,
+            &crate::startup::startup_settings(client),
+        ));
     }
     tokio::sync::MutexGuard::map(guard, |s| {
         s.as_mut().expect("invariant: session created above")
     })
 }
 
-/// Sends the session's pending notices (warnings such as a second BEGIN).
-async fn send_notices<C>(client: &mut C, notices: Vec<Notice>) -> PgWireResult<()>
+/// Sends what the session has for the client besides results: notices (warnings such as a
+/// second BEGIN) and ParameterStatus for reported settings that changed.
+async fn send_session_messages<C>(client: &mut C, session: &mut Session) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    for notice in notices {
+    for (name, value) in session.take_reported_settings() {
+        client
+            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                name, value,
+            )))
+            .await?;
+    }
+    for notice in session.take_notices() {
         let info = ErrorInfo::new(notice.severity.into(), notice.code.into(), notice.message);
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
@@ -121,13 +147,17 @@ fn to_response(
 ) -> PgWireResult<Response> {
     Ok(match response {
         ExecuteResponse::Rows { schema, batches } => {
-            let fields = Arc::new(field_infos(&schema, format));
-            let rows = data_rows(fields.clone(), &batches)?;
-            Response::Query(QueryResponse::new(
-                fields,
-                stream::iter(rows.into_iter().map(Ok)),
-            ))
+            Response::Query(query_response(&schema, &batches, format)?)
         }
+        ExecuteResponse::Fetched { schema, batches } => {
+            let mut response = query_response(&schema, &batches, format)?;
+            response.set_command_tag("FETCH");
+            Response::Query(response)
+        }
+        ExecuteResponse::Deallocate { name } => Response::Execution(Tag::new(match name {
+            Some(_) => "DEALLOCATE",
+            None => "DEALLOCATE ALL",
+        })),
         ExecuteResponse::Command(tag) => match effect {
             TransactionEffect::Begin => Response::TransactionStart(Tag::new(&tag)),
             TransactionEffect::End => Response::TransactionEnd(Tag::new(&tag)),
@@ -143,8 +173,59 @@ fn to_response(
     })
 }
 
+/// The rows of a result as a pgwire response.
+fn query_response(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    format: Option<&Format>,
+) -> PgWireResult<QueryResponse> {
+    let fields = Arc::new(field_infos(schema, format));
+    let rows = data_rows(fields.clone(), batches)?;
+    Ok(QueryResponse::new(
+        fields,
+        stream::iter(rows.into_iter().map(Ok)),
+    ))
+}
+
+/// Forgets the prepared statements a DEALLOCATE names.
+fn deallocate<C: ClientPortalStore>(client: &C, response: &ExecuteResponse)
+where
+    C::PortalStore: PortalStore,
+{
+    if let ExecuteResponse::Deallocate { name: Some(name) } = response {
+        client.portal_store().rm_statement(name);
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let cancel = simple_query::cancel_receiver(client).await;
+        let responses = {
+            let running = Box::pin(SimpleQueryHandler::do_query(self, client, &query.query));
+            match cancel {
+                Some(cancel) => match select(running, cancel).await {
+                    Either::Left((responses, _)) => responses?,
+                    Either::Right(_) => return Err(PgWireError::QueryCanceled),
+                },
+                None => running.await?,
+            }
+        };
+        let copy_started = simple_query::send_responses(client, responses).await?;
+        let status = self.transaction_status().await;
+        simple_query::finish_query(client, copy_started, status).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -161,9 +242,12 @@ impl SimpleQueryHandler for Connection {
         for statement in statements {
             let effect = transaction_effect(&statement);
             let result = self.coord.execute(&mut session, statement).await;
-            send_notices(client, session.take_notices()).await?;
+            send_session_messages(client, &mut session).await?;
             match result {
-                Ok(response) => responses.push(to_response(response, effect, None)?),
+                Ok(response) => {
+                    deallocate(client, &response);
+                    responses.push(to_response(response, effect, None)?)
+                }
                 Err(error) => {
                     responses.push(Response::Error(Box::new(error_info(&error))));
                     break;
@@ -243,6 +327,22 @@ impl ExtendedQueryHandler for Connection {
         self.parser.clone()
     }
 
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self._on_execute(client, message).await?;
+        // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
+        // block); ReadyForQuery at Sync reports it.
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_transaction_status(self.transaction_status().await);
+        }
+        Ok(())
+    }
+
     async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -250,6 +350,20 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // A cursor DECLAREd with SQL is a portal too: clients Describe it by name.
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            if client.portal_store().get_portal(name).is_none() {
+                let cursor = lock_session(&self.coord, &self.session, client)
+                    .await
+                    .cursor_schema(name);
+                if let Some(schema) = cursor {
+                    let fields = field_infos(&schema, None);
+                    return send_describe_response(client, &DescribePortalResponse::new(fields))
+                        .await;
+                }
+            }
+        }
         // A statement with parameters but no result columns must answer NoData, not an
         // empty RowDescription.
         if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
@@ -349,8 +463,9 @@ impl ExtendedQueryHandler for Connection {
         let effect = transaction_effect(&statement);
         let mut session = lock_session(&self.coord, &self.session, client).await;
         let result = self.coord.execute(&mut session, statement).await;
-        send_notices(client, session.take_notices()).await?;
+        send_session_messages(client, &mut session).await?;
         let response = result.map_err(|e| to_pgwire(&e))?;
+        deallocate(client, &response);
         to_response(response, effect, Some(&portal.result_column_format))
     }
 }

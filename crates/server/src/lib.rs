@@ -9,6 +9,7 @@
 mod connection;
 mod params;
 mod rows;
+mod simple_query;
 mod sqlstate;
 mod startup;
 mod values;

@@ -52,7 +52,9 @@ pub(crate) fn arrow_type_of(ty: &Type) -> Option<DataType> {
 
 fn field_info(field: &Field, format: FieldFormat) -> FieldInfo {
     let pg = pg_type_of_field(field);
-    FieldInfo::new(field.name().clone(), None, None, wire_type(pg), format).with_type_size(pg.len)
+    FieldInfo::new(field.name().clone(), None, None, wire_type(pg), format)
+        .with_type_size(pg.len)
+        .with_type_modifier(repr::pg_type::type_modifier(field))
 }
 
 /// The row description of `schema`, with per-column formats from `format` (text if `None`).

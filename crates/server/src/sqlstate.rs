@@ -13,6 +13,16 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         } => "42P01",
         CoordError::UnknownObject { kind: "type", .. } => "42704",
         CoordError::UnknownObject { kind: "schema", .. } => "3F000",
+        CoordError::UnknownObject { kind: "cursor", .. } => "34000",
+        CoordError::UnknownObject {
+            kind: "savepoint", ..
+        } => "3B001",
+        CoordError::UnknownObject {
+            kind: "configuration parameter",
+            ..
+        } => "42704",
+        CoordError::DuplicateObject { kind: "cursor", .. } => "42P03",
+        CoordError::DuplicateObject { kind: "schema", .. } => "42P06",
         CoordError::UnknownObject { .. } => "42704",
         CoordError::UnknownColumn(_) => "42703",
         CoordError::AmbiguousColumn(_) => "42702",
@@ -34,6 +44,8 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::Unsupported(_) | CoordError::NotIncremental(_) => "0A000",
         CoordError::InFailedTransaction => "25P02",
         CoordError::InTransactionBlock(_) => "25001",
+        CoordError::NoTransaction(_) => "25P01",
+        CoordError::NoSchemaSelected => "3F000",
         CoordError::SerializationFailure(_) => "40001",
         CoordError::InvalidStatement(_) => "42000",
         CoordError::Storage(_) => "58030",

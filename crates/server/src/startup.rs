@@ -11,7 +11,7 @@ use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthDriver, ServerParameterProvider,
     StartupHandler,
 };
-use pgwire::api::{ClientInfo, ConnectionManager, METADATA_APPLICATION_NAME, METADATA_USER};
+use pgwire::api::{ClientInfo, ConnectionManager, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
@@ -21,39 +21,31 @@ pub(crate) struct ServerParameters;
 
 impl ServerParameterProvider for ServerParameters {
     fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<HashMap<String, String>> {
-        let mut parameters: HashMap<String, String> = [
-            ("client_encoding", "UTF8"),
-            ("DateStyle", "ISO, MDY"),
-            ("default_transaction_read_only", "off"),
-            ("in_hot_standby", "off"),
-            ("integer_datetimes", "on"),
-            ("IntervalStyle", "postgres"),
-            ("is_superuser", "on"),
-            ("server_encoding", "UTF8"),
-            ("server_version", coord::SERVER_VERSION),
-            ("standard_conforming_strings", "on"),
-            ("TimeZone", "UTC"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let metadata = client.metadata();
-        parameters.insert(
-            "application_name".into(),
-            metadata
-                .get(METADATA_APPLICATION_NAME)
-                .cloned()
-                .unwrap_or_default(),
-        );
-        parameters.insert(
-            "session_authorization".into(),
-            metadata
-                .get(METADATA_USER)
-                .cloned()
-                .unwrap_or_else(|| "fluxion".into()),
-        );
-        Some(parameters)
+        Some(
+            coord::startup_parameter_status(&user_of(client), &startup_settings(client))
+                .into_iter()
+                .collect(),
+        )
     }
+}
+
+/// The user a client connected as.
+pub(crate) fn user_of<C: ClientInfo>(client: &C) -> String {
+    client
+        .metadata()
+        .get(METADATA_USER)
+        .cloned()
+        .unwrap_or_else(|| "fluxion".into())
+}
+
+/// The settings a client's startup message asked for (everything but user and database).
+pub(crate) fn startup_settings<C: ClientInfo>(client: &C) -> Vec<(String, String)> {
+    client
+        .metadata()
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "user" | "database" | "options"))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// Accepts every startup without a password (the server listens on loopback by default).

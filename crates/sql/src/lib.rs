@@ -9,10 +9,12 @@
 //! This crate knows nothing of dataflow execution, storage, sessions or the wire protocol.
 
 pub mod catalog;
+pub mod correlated_subqueries;
 mod error;
 pub mod explain;
 mod lower;
 pub mod plan;
+mod postgres_arrays;
 mod postgres_types;
 pub mod session;
 pub mod types;

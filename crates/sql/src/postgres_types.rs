@@ -17,6 +17,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
 
@@ -105,8 +106,11 @@ impl AnalyzerRule for RoundingIntegerCasts {
                 .first()
                 .map(|input| input.schema().clone())
                 .unwrap_or_else(|| Arc::new(datafusion::common::DFSchema::empty()));
+            // Keep every expression's name: parents refer to aggregates by it.
+            let names = NamePreserver::new(&node);
             node.map_expressions(|expr| {
-                expr.transform_up(|e| {
+                let name = names.save(&expr);
+                let rounded = expr.transform_up(|e| {
                     let Expr::Cast(cast) = &e else {
                         return Ok(Transformed::no(e));
                     };
@@ -131,7 +135,8 @@ impl AnalyzerRule for RoundingIntegerCasts {
                     let mut rounded_cast = cast.clone();
                     rounded_cast.expr = Box::new(rounded);
                     Ok(Transformed::yes(Expr::Cast(rounded_cast)))
-                })
+                })?;
+                Ok(rounded.update_data(|e| name.restore(e)))
             })
         })
         .map(|t| t.data)

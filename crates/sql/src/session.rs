@@ -5,6 +5,8 @@ use std::sync::Arc;
 use datafusion::common::config::Dialect;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::SessionStateDefaults;
+use datafusion::logical_expr::planner::ExprPlanner;
 use datafusion::prelude::SessionConfig;
 
 /// The database name clients see (`current_database()`), and DataFusion's catalog name.
@@ -39,9 +41,19 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
     analyzer_rules.insert(0, Arc::new(crate::postgres_types::SumBigintAsNumeric));
     analyzer_rules.insert(1, Arc::new(crate::postgres_types::RoundingIntegerCasts));
+    for (position, rule) in crate::postgres_arrays::analyzer_rules()
+        .into_iter()
+        .enumerate()
+    {
+        analyzer_rules.insert(2 + position, rule);
+    }
+    let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
+        vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];
+    expr_planners.extend(SessionStateDefaults::default_expr_planners());
     let state = SessionStateBuilder::new()
         .with_config(config())
         .with_default_features()
+        .with_expr_planners(expr_planners)
         .with_analyzer_rules(analyzer_rules)
         .build();
     state

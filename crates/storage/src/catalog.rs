@@ -41,6 +41,13 @@ pub enum ItemKind {
     Source,
     /// An export to the outside world.
     Sink,
+    /// A namespace for the other items (`CREATE SCHEMA`).
+    Schema,
+}
+
+/// The schema of items stored before items carried one.
+fn default_schema() -> String {
+    "public".to_string()
 }
 
 /// One object in the catalog.
@@ -48,8 +55,11 @@ pub enum ItemKind {
 pub struct CatalogItem {
     /// Its identity, from [`Catalog::allocate_id`].
     pub id: GlobalId,
-    /// Its fully qualified name.
+    /// Its name within its schema (for a schema item, the schema's name).
     pub name: String,
+    /// The schema it belongs to (empty for a schema item).
+    #[serde(default = "default_schema")]
+    pub schema: String,
     /// What sort of object it is.
     pub kind: ItemKind,
     /// The statement that created it; re-planned on boot.
@@ -241,6 +251,7 @@ mod tests {
         CatalogItem {
             id,
             name: name.into(),
+            schema: "public".into(),
             kind: if depends_on.is_empty() {
                 ItemKind::Table
             } else {

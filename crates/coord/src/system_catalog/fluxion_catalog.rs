@@ -5,15 +5,27 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use compute::ComputeController;
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
 
 use crate::catalog::Catalog;
 
-/// The schema name of the system relations.
-pub(crate) const SYSTEM_SCHEMA: &str = "fluxion_catalog";
+/// The relations of `fluxion_catalog` and their columns.
+pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
+    vec![("view_errors", view_errors_schema())]
+}
+
+/// `view_errors (view_name, rows_left_out, failures, last_error)`.
+fn view_errors_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("view_name", DataType::Utf8, false),
+        Field::new("rows_left_out", DataType::Int64, false),
+        Field::new("failures", DataType::UInt64, false),
+        Field::new("last_error", DataType::Utf8, false),
+    ]))
+}
 
 /// The `fluxion_catalog` schema.
 #[derive(Debug)]
@@ -30,12 +42,7 @@ impl SystemSchema {
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("view_name", DataType::Utf8, false),
-            Field::new("rows_left_out", DataType::Int64, false),
-            Field::new("failures", DataType::UInt64, false),
-            Field::new("last_error", DataType::Utf8, false),
-        ]));
+        let schema = view_errors_schema();
         let errors = self.compute.errors().snapshot();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let mut names = Vec::new();

@@ -1,0 +1,372 @@
+//! The object-identifier types `regclass`, `regtype`, `regproc`, `regnamespace` and `regrole`:
+//! an oid that reads and prints as the object's name.
+//!
+//! `'orders'::regclass` looks the name up (as an unqualified name would be, through the search
+//! path) and is the relation's oid, so it compares with oid columns; `to_regclass('orders')`
+//! is the same but NULL when nothing has that name. A value of these types keeps its type in
+//! its field's metadata, and a query's result shows it as the name (see
+//! [`reg_type_display_name`]); `x::regclass::text` is the name too.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::ScalarValue;
+use datafusion::error::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use repr::pg_type::PG_TYPE_OID_KEY;
+
+use super::{any_arity, invalid_argument, oid_arg, row_function, text, text_arg, FunctionEnv};
+use crate::catalog::read;
+use crate::system_catalog::{format_type, type_oid_by_name, CatalogSnapshot, SessionInfo};
+
+/// Which object-identifier type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum RegKind {
+    Class,
+    Type,
+    Proc,
+    Namespace,
+    Role,
+}
+
+impl RegKind {
+    /// The kind of a type name used in a cast (`regclass`, `pg_catalog.regtype`, …).
+    pub fn from_type_name(name: &str) -> Option<RegKind> {
+        let name = name.to_lowercase();
+        Some(match name.strip_prefix("pg_catalog.").unwrap_or(&name) {
+            "regclass" => RegKind::Class,
+            "regtype" => RegKind::Type,
+            "regproc" | "regprocedure" => RegKind::Proc,
+            "regnamespace" => RegKind::Namespace,
+            "regrole" => RegKind::Role,
+            _ => return None,
+        })
+    }
+
+    /// The Postgres type's name.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            RegKind::Class => "regclass",
+            RegKind::Type => "regtype",
+            RegKind::Proc => "regproc",
+            RegKind::Namespace => "regnamespace",
+            RegKind::Role => "regrole",
+        }
+    }
+
+    /// The Postgres type's oid.
+    pub fn type_oid(self) -> u32 {
+        match self {
+            RegKind::Class => 2205,
+            RegKind::Type => 2206,
+            RegKind::Proc => 24,
+            RegKind::Namespace => 4089,
+            RegKind::Role => 4096,
+        }
+    }
+
+    /// The kind whose values carry this type oid.
+    pub fn from_type_oid(oid: u32) -> Option<RegKind> {
+        [
+            RegKind::Class,
+            RegKind::Type,
+            RegKind::Proc,
+            RegKind::Namespace,
+            RegKind::Role,
+        ]
+        .into_iter()
+        .find(|k| k.type_oid() == oid)
+    }
+
+    /// What the error calls an object of this kind.
+    fn object_word(self) -> &'static str {
+        match self {
+            RegKind::Class => "relation",
+            RegKind::Type => "type",
+            RegKind::Proc => "function",
+            RegKind::Namespace => "schema",
+            RegKind::Role => "role",
+        }
+    }
+
+    /// The name of the cast function the SQL rewrite calls (`x::regclass`).
+    pub fn cast_function(self) -> String {
+        format!("__to_{}", self.type_name())
+    }
+
+    /// The name of the function printing a value as its name (`x::regclass::text`).
+    pub fn name_function(self) -> String {
+        format!("__{}_name", self.type_name())
+    }
+}
+
+pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
+    let kinds = [
+        RegKind::Class,
+        RegKind::Type,
+        RegKind::Proc,
+        RegKind::Namespace,
+        RegKind::Role,
+    ];
+    let mut functions = Vec::new();
+    for kind in kinds {
+        for strict in [true, false] {
+            functions.push(ScalarUDF::from(RegLookup {
+                name: if strict {
+                    kind.cast_function()
+                } else {
+                    format!("to_{}", kind.type_name())
+                },
+                kind,
+                strict,
+                env: env.clone(),
+                signature: any_arity(&[1], Volatility::Stable),
+            }));
+        }
+        let env = env.clone();
+        functions.push(row_function(
+            &kind.name_function(),
+            any_arity(&[1], Volatility::Stable),
+            DataType::Utf8,
+            move |args| {
+                let snapshot = env.snapshot();
+                Ok(text(oid_arg(&args[0]).map(|oid| {
+                    reg_type_display_name(kind, oid, &snapshot, &env.session, &read(&env.catalog))
+                })))
+            },
+        ));
+    }
+    functions
+}
+
+/// Looks a name up as an object of one kind; an oid passes through.
+#[derive(Debug)]
+struct RegLookup {
+    name: String,
+    kind: RegKind,
+    /// Whether a missing object is an error (the cast) rather than NULL (`to_regclass`).
+    strict: bool,
+    env: FunctionEnv,
+    signature: Signature,
+}
+
+impl PartialEq for RegLookup {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for RegLookup {}
+
+impl std::hash::Hash for RegLookup {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for RegLookup {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn return_field_from_args(&self, _: ReturnFieldArgs) -> Result<FieldRef> {
+        let metadata = std::collections::HashMap::from([
+            (
+                PG_TYPE_OID_KEY.to_string(),
+                self.kind.type_oid().to_string(),
+            ),
+            (
+                repr::pg_type::DECLARED_TYPE_KEY.to_string(),
+                self.kind.type_name().to_string(),
+            ),
+        ]);
+        Ok(Arc::new(
+            Field::new(self.name(), DataType::Int64, true).with_metadata(metadata),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let input = args.args[0].to_array(rows.max(1))?;
+        let snapshot = self.env.snapshot();
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..input.len() {
+            let value = ScalarValue::try_from_array(&input, row)?;
+            out.push(ScalarValue::Int64(self.lookup(&value, &snapshot)?));
+        }
+        if matches!(args.args[0], ColumnarValue::Scalar(_)) {
+            return Ok(ColumnarValue::Scalar(
+                out.pop().unwrap_or(ScalarValue::Int64(None)),
+            ));
+        }
+        Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?))
+    }
+}
+
+impl RegLookup {
+    fn lookup(&self, value: &ScalarValue, snapshot: &CatalogSnapshot) -> Result<Option<i64>> {
+        if value.is_null() {
+            return Ok(None);
+        }
+        let is_text = matches!(
+            value,
+            ScalarValue::Utf8(_) | ScalarValue::LargeUtf8(_) | ScalarValue::Utf8View(_)
+        );
+        if !is_text {
+            return Ok(oid_arg(value).map(i64::from));
+        }
+        let name = text_arg(value).unwrap_or_default();
+        if let Ok(oid) = name.trim().parse::<u32>() {
+            return Ok(Some(i64::from(oid)));
+        }
+        let catalog = read(&self.env.catalog);
+        match find_by_name(self.kind, &name, snapshot, &self.env.session, &catalog) {
+            Some(oid) => Ok(Some(i64::from(oid))),
+            None if self.strict => Err(invalid_argument(format!(
+                "{} \"{name}\" does not exist",
+                self.kind.object_word()
+            ))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The parts of a possibly qualified, possibly quoted name (`public."Orders"`).
+fn name_parts(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = name.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                current.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut current)),
+            c if quoted => current.push(c),
+            c => current.extend(c.to_lowercase()),
+        }
+    }
+    parts.push(current);
+    parts
+}
+
+/// The oid of the object of `kind` called `name`, found as an unqualified name is.
+fn find_by_name(
+    kind: RegKind,
+    name: &str,
+    snapshot: &CatalogSnapshot,
+    session: &SessionInfo,
+    catalog: &crate::catalog::Catalog,
+) -> Option<u32> {
+    let parts = name_parts(name);
+    let (schema, object) = match parts.as_slice() {
+        [object] => (None, object.clone()),
+        [schema, object] => (Some(schema.clone()), object.clone()),
+        _ => return None,
+    };
+    let searched = match &schema {
+        Some(schema) => vec![schema.clone()],
+        None => session.current_schemas(catalog, true),
+    };
+    match kind {
+        RegKind::Class => searched
+            .iter()
+            .find_map(|s| snapshot.relation_named(s, &object)),
+        RegKind::Type => type_oid_by_name(name).or_else(|| {
+            searched.iter().find_map(|s| {
+                snapshot
+                    .relations
+                    .iter()
+                    .find(|r| r.namespace == *s && r.name == object && r.row_type_oid != 0)
+                    .map(|r| r.row_type_oid)
+            })
+        }),
+        RegKind::Proc => crate::system_catalog::builtin_function_named(&object),
+        RegKind::Namespace => snapshot.namespace(&object).map(|n| n.oid),
+        RegKind::Role => (object == crate::system_catalog::OWNER).then_some(crate::oids::ROLE_OID),
+    }
+}
+
+/// How a value of a reg type prints: the object's name (qualified when an unqualified name
+/// would not find it), or the oid when no object has it.
+pub(crate) fn reg_type_display_name(
+    kind: RegKind,
+    oid: u32,
+    snapshot: &CatalogSnapshot,
+    session: &SessionInfo,
+    catalog: &crate::catalog::Catalog,
+) -> String {
+    let name = match kind {
+        RegKind::Class => snapshot
+            .relation(oid)
+            .map(|r| (r.namespace.clone(), r.name.clone()))
+            .or_else(|| {
+                let index = snapshot.index(oid)?;
+                let namespace = snapshot
+                    .namespaces
+                    .iter()
+                    .find(|n| n.oid == index.namespace_oid)?;
+                Some((namespace.name.clone(), index.name.clone()))
+            })
+            .map(|(namespace, name)| {
+                let searched = session.current_schemas(catalog, true);
+                let first = searched
+                    .iter()
+                    .find(|s| snapshot.relation_named(s, &name).is_some());
+                let quoted = crate::naming::sql_ident(&name).to_string();
+                if first == Some(&namespace) {
+                    quoted
+                } else {
+                    format!("{}.{quoted}", crate::naming::sql_ident(&namespace))
+                }
+            }),
+        RegKind::Type => crate::system_catalog::type_info(oid)
+            .map(|_| format_type(oid, -1))
+            .or_else(|| {
+                snapshot
+                    .relations
+                    .iter()
+                    .find(|r| r.row_type_oid == oid)
+                    .map(|r| r.name.clone())
+            }),
+        RegKind::Proc => crate::system_catalog::builtin_function_name(oid),
+        RegKind::Namespace => snapshot
+            .namespaces
+            .iter()
+            .find(|n| n.oid == oid)
+            .map(|n| n.name.clone()),
+        RegKind::Role => {
+            (oid == crate::oids::ROLE_OID).then(|| crate::system_catalog::OWNER.to_string())
+        }
+    };
+    name.unwrap_or_else(|| oid.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_like_identifiers() {
+        assert_eq!(
+            name_parts("pg_catalog.pg_class"),
+            vec!["pg_catalog", "pg_class"]
+        );
+        assert_eq!(name_parts("public.\"Or.ders\""), vec!["public", "Or.ders"]);
+        assert_eq!(name_parts("Orders"), vec!["orders"]);
+    }
+}

@@ -1,0 +1,400 @@
+//! The catalog as PostgreSQL's catalogs describe it: namespaces, relations with their columns,
+//! indexes and constraints, each with its OID, taken from Fluxion's catalog for one query.
+//!
+//! Every relation a client can see is here: user tables (`relkind 'r'`), views (`'v'`),
+//! materialized views (`'m'`), sources (`'f'`), indexes (`'i'`, including the one behind each
+//! primary key), and the system relations of `pg_catalog`, `information_schema` and
+//! `fluxion_catalog`.
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::{ColumnOption, Statement};
+use repr::pg_type::{format_type, pg_type_of_field, type_modifier};
+use repr::GlobalId;
+use storage::ItemKind;
+
+use crate::catalog::{Catalog, Item, ItemDetails};
+use crate::oids;
+
+use super::pg15_relations::RELATIONS;
+use super::{fluxion_catalog_relations, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
+
+/// A schema.
+#[derive(Clone, Debug)]
+pub(crate) struct Namespace {
+    pub oid: u32,
+    pub name: String,
+}
+
+/// A column of a relation.
+#[derive(Clone, Debug)]
+pub(crate) struct Column {
+    pub name: String,
+    /// 1-based position (`pg_attribute.attnum`).
+    pub attnum: i16,
+    pub type_oid: u32,
+    /// `atttypmod`: precision and scale of numeric, length of varchar, else -1.
+    pub typmod: i32,
+    /// `attlen`.
+    pub type_len: i16,
+    pub not_null: bool,
+    /// The DEFAULT expression, as SQL.
+    pub default: Option<String>,
+    /// What `format_type` prints for the column.
+    pub type_text: String,
+}
+
+/// An index: a user index, or the one behind a primary key.
+#[derive(Clone, Debug)]
+pub(crate) struct Index {
+    pub oid: u32,
+    pub name: String,
+    pub namespace_oid: u32,
+    pub table_oid: u32,
+    /// The indexed columns' attnums, in key order.
+    pub columns: Vec<i16>,
+    pub is_primary: bool,
+}
+
+/// A primary-key constraint.
+#[derive(Clone, Debug)]
+pub(crate) struct Constraint {
+    pub oid: u32,
+    pub name: String,
+    pub namespace_oid: u32,
+    pub table_oid: u32,
+    pub index_oid: u32,
+    pub columns: Vec<i16>,
+}
+
+/// A relation (table, view, materialized view, source or system relation).
+#[derive(Clone, Debug)]
+pub(crate) struct Relation {
+    pub oid: u32,
+    pub name: String,
+    pub namespace: String,
+    pub namespace_oid: u32,
+    /// `pg_class.relkind`.
+    pub kind: char,
+    pub columns: Vec<Column>,
+    /// `pg_class.reltype`: the relation's row type (0 for system relations).
+    pub row_type_oid: u32,
+    /// The query of a view or materialized view.
+    pub view_query: Option<String>,
+    /// The catalog item of a user relation.
+    pub item: Option<GlobalId>,
+}
+
+/// The catalog for one query.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CatalogSnapshot {
+    pub namespaces: Vec<Namespace>,
+    pub relations: Vec<Relation>,
+    pub indexes: Vec<Index>,
+    pub constraints: Vec<Constraint>,
+    /// Comments by (object oid, sub-object: column number or 0), with the catalog the object
+    /// lives in (`pg_class`, `pg_namespace`).
+    pub comments: Vec<Comment>,
+}
+
+/// A `COMMENT ON` text, as `pg_description` holds it.
+#[derive(Clone, Debug)]
+pub(crate) struct Comment {
+    pub object_oid: u32,
+    /// The oid of the catalog of the object (`pg_class` 1259, `pg_namespace` 2615).
+    pub class_oid: u32,
+    pub sub_id: i32,
+    pub text: String,
+}
+
+/// `pg_class.oid` of `pg_class`.
+pub(crate) const PG_CLASS_OID: u32 = 1259;
+/// `pg_class.oid` of `pg_namespace`.
+pub(crate) const PG_NAMESPACE_OID: u32 = 2615;
+
+impl CatalogSnapshot {
+    /// Takes the snapshot of `catalog`.
+    pub fn of(catalog: &Catalog) -> Self {
+        let mut snapshot = CatalogSnapshot::default();
+        snapshot.add_namespaces(catalog);
+        snapshot.add_system_relations();
+        for item in catalog.items() {
+            snapshot.add_item(catalog, item);
+        }
+        for ((id, column), text) in &catalog.comments {
+            let Some(item) = catalog.get(*id) else {
+                continue;
+            };
+            let class_oid = if item.kind == ItemKind::Schema {
+                PG_NAMESPACE_OID
+            } else {
+                PG_CLASS_OID
+            };
+            snapshot.comments.push(Comment {
+                object_oid: oids::item_oid(*id),
+                class_oid,
+                sub_id: *column as i32,
+                text: text.clone(),
+            });
+        }
+        snapshot
+    }
+
+    /// The namespace called `name`.
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.iter().find(|n| n.name == name)
+    }
+
+    /// The relation with this oid.
+    pub fn relation(&self, oid: u32) -> Option<&Relation> {
+        self.relations.iter().find(|r| r.oid == oid)
+    }
+
+    /// The index with this oid.
+    pub fn index(&self, oid: u32) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.oid == oid)
+    }
+
+    /// The relation or index `namespace.name`.
+    pub fn relation_named(&self, namespace: &str, name: &str) -> Option<u32> {
+        self.relations
+            .iter()
+            .find(|r| r.namespace == namespace && r.name == name)
+            .map(|r| r.oid)
+            .or_else(|| {
+                let namespace_oid = self.namespace(namespace)?.oid;
+                self.indexes
+                    .iter()
+                    .find(|i| i.namespace_oid == namespace_oid && i.name == name)
+                    .map(|i| i.oid)
+            })
+    }
+
+    /// The comment on `object_oid` (column `sub_id`, 0 for the object itself).
+    pub fn comment(&self, object_oid: u32, sub_id: i32) -> Option<&str> {
+        self.comments
+            .iter()
+            .find(|c| c.object_oid == object_oid && c.sub_id == sub_id)
+            .map(|c| c.text.as_str())
+    }
+
+    fn add_namespaces(&mut self, catalog: &Catalog) {
+        let builtin = [
+            (oids::PG_CATALOG_NAMESPACE, PG_CATALOG),
+            (oids::PG_TOAST_NAMESPACE, "pg_toast"),
+            (oids::PUBLIC_NAMESPACE, sql::session::DEFAULT_SCHEMA),
+            (oids::INFORMATION_SCHEMA_NAMESPACE, INFORMATION_SCHEMA),
+            (oids::FLUXION_CATALOG_NAMESPACE, SYSTEM_SCHEMA),
+        ];
+        for (oid, name) in builtin {
+            self.namespaces.push(Namespace {
+                oid,
+                name: name.to_string(),
+            });
+        }
+        for name in catalog.user_schemas() {
+            if let Some(item) = catalog.schema_item(&name) {
+                self.namespaces.push(Namespace {
+                    oid: oids::item_oid(item.id),
+                    name,
+                });
+            }
+        }
+    }
+
+    fn add_system_relations(&mut self) {
+        for def in RELATIONS {
+            let namespace_oid = if def.schema == PG_CATALOG {
+                oids::PG_CATALOG_NAMESPACE
+            } else {
+                oids::INFORMATION_SCHEMA_NAMESPACE
+            };
+            let columns = def
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Column {
+                    name: c.name.to_string(),
+                    attnum: i as i16 + 1,
+                    type_oid: c.type_oid,
+                    typmod: -1,
+                    type_len: repr::pg_type::pg_type_by_oid(c.type_oid).map_or(-1, |t| t.len),
+                    not_null: c.not_null,
+                    default: None,
+                    type_text: c.type_name.to_string(),
+                })
+                .collect();
+            self.relations.push(Relation {
+                oid: def.oid,
+                name: def.name.to_string(),
+                namespace: def.schema.to_string(),
+                namespace_oid,
+                kind: def.kind,
+                columns,
+                row_type_oid: 0,
+                view_query: None,
+                item: None,
+            });
+        }
+        for (position, (name, schema)) in fluxion_catalog_relations().iter().enumerate() {
+            self.relations.push(Relation {
+                oid: oids::FLUXION_CATALOG_NAMESPACE + 1 + position as u32,
+                name: name.to_string(),
+                namespace: SYSTEM_SCHEMA.to_string(),
+                namespace_oid: oids::FLUXION_CATALOG_NAMESPACE,
+                kind: 'v',
+                columns: columns_of(schema, &BTreeMap::new()),
+                row_type_oid: 0,
+                view_query: None,
+                item: None,
+            });
+        }
+    }
+
+    fn add_item(&mut self, catalog: &Catalog, item: &Item) {
+        let Some(namespace_oid) = self.namespace(&item.schema).map(|n| n.oid) else {
+            return;
+        };
+        let oid = oids::item_oid(item.id);
+        let (kind, schema, view_query) = match (&item.details, item.kind) {
+            (ItemDetails::Relation(table), ItemKind::Table) => {
+                ('r', table.desc.schema.clone(), None)
+            }
+            (ItemDetails::Relation(table), ItemKind::Source) => {
+                ('f', table.desc.schema.clone(), None)
+            }
+            (ItemDetails::Relation(table), _) => (
+                'm',
+                table.desc.schema.clone(),
+                Some(view_query_text(&item.create_sql)),
+            ),
+            (ItemDetails::View(view), _) => {
+                ('v', view.schema(), Some(view_query_text(&item.create_sql)))
+            }
+            (ItemDetails::Index { on }, _) => {
+                self.add_user_index(catalog, item, *on, namespace_oid);
+                return;
+            }
+            (ItemDetails::Schema, _) => return,
+        };
+        let defaults = if kind == 'r' {
+            column_defaults(&item.create_sql)
+        } else {
+            BTreeMap::new()
+        };
+        let mut columns = columns_of(&schema, &defaults);
+        if kind != 'r' {
+            // Postgres reports every column of a view as nullable.
+            for column in &mut columns {
+                column.not_null = false;
+            }
+        }
+        if let Some(key) = item.relation().and_then(|t| t.desc.primary_key.clone()) {
+            let attnums: Vec<i16> = key.iter().map(|c| *c as i16 + 1).collect();
+            let name = format!("{}_pkey", item.name);
+            self.indexes.push(Index {
+                oid: oids::primary_key_index_oid(item.id),
+                name: name.clone(),
+                namespace_oid,
+                table_oid: oid,
+                columns: attnums.clone(),
+                is_primary: true,
+            });
+            self.constraints.push(Constraint {
+                oid: oids::primary_key_constraint_oid(item.id),
+                name,
+                namespace_oid,
+                table_oid: oid,
+                index_oid: oids::primary_key_index_oid(item.id),
+                columns: attnums,
+            });
+        }
+        self.relations.push(Relation {
+            oid,
+            name: item.name.clone(),
+            namespace: item.schema.clone(),
+            namespace_oid,
+            kind,
+            columns,
+            row_type_oid: oids::row_type_oid(item.id),
+            view_query,
+            item: Some(item.id),
+        });
+    }
+
+    fn add_user_index(&mut self, catalog: &Catalog, item: &Item, on: GlobalId, namespace: u32) {
+        let columns = catalog
+            .get(on)
+            .and_then(Item::relation)
+            .and_then(|table| table.lookups.iter().find(|l| l.arrangement == item.id))
+            .map(|lookup| lookup.columns.iter().map(|c| *c as i16 + 1).collect())
+            .unwrap_or_default();
+        self.indexes.push(Index {
+            oid: oids::item_oid(item.id),
+            name: item.name.clone(),
+            namespace_oid: namespace,
+            table_oid: oids::item_oid(on),
+            columns,
+            is_primary: false,
+        });
+    }
+}
+
+/// The columns of a relation with this Arrow schema.
+fn columns_of(schema: &SchemaRef, defaults: &BTreeMap<String, String>) -> Vec<Column> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            let pg = pg_type_of_field(field);
+            Column {
+                name: field.name().clone(),
+                attnum: i as i16 + 1,
+                type_oid: pg.oid,
+                typmod: type_modifier(field),
+                type_len: pg.len,
+                not_null: !field.is_nullable(),
+                default: defaults.get(field.name()).cloned(),
+                type_text: format_type(field),
+            }
+        })
+        .collect()
+}
+
+/// The DEFAULT expressions of a CREATE TABLE, as SQL, by column.
+fn column_defaults(create_sql: &str) -> BTreeMap<String, String> {
+    let Ok(mut statements) = crate::coordinator::parse(create_sql) else {
+        return BTreeMap::new();
+    };
+    let Some(Statement::CreateTable(create)) = statements.pop() else {
+        return BTreeMap::new();
+    };
+    create
+        .columns
+        .iter()
+        .filter_map(|column| {
+            column
+                .options
+                .iter()
+                .find_map(|option| match &option.option {
+                    ColumnOption::Default(expr) => {
+                        Some((crate::naming::fold_ident(&column.name), expr.to_string()))
+                    }
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+/// The SELECT of a CREATE [MATERIALIZED] VIEW, as `pg_get_viewdef` prints it.
+fn view_query_text(create_sql: &str) -> String {
+    match crate::coordinator::parse(create_sql)
+        .ok()
+        .and_then(|mut s| s.pop())
+    {
+        Some(Statement::CreateView(create)) => format!(" {};", create.query),
+        _ => String::new(),
+    }
+}
