@@ -1,0 +1,189 @@
+//! Every statement real clients send while connecting and browsing a schema (captured from
+//! PostgreSQL 15 in `tests/clients/captured/`: psql, pgjdbc, SQLAlchemy 1.4 and 2.0,
+//! psycopg 3, tokio-postgres) runs against Fluxion and against a real PostgreSQL 15 holding
+//! the same demo schema. Where PostgreSQL answers, Fluxion must answer; where PostgreSQL fails,
+//! Fluxion must fail with the same SQLSTATE. What the answers contain is checked by the client
+//! programs (`client_programs.rs`) and the psql golden files (`psql_describe.rs`).
+
+mod support;
+
+use std::path::Path;
+
+use support::postgres::TestPostgres;
+use support::TestServer;
+use tokio_postgres::{Client, NoTls};
+
+/// One captured statement.
+struct Captured {
+    /// Where it came from (`file:entry`).
+    origin: String,
+    sql: String,
+}
+
+/// The statements of a captured file (entries separated by `-- next` lines; a comment
+/// `-- first parameters: $1 = 'a', $2 = 'b'` gives the values a parameterized statement ran
+/// with, substituted as literals).
+fn load(path: &Path) -> Vec<Captured> {
+    let text = std::fs::read_to_string(path).expect("a captured statements file");
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    text.split("\n-- next\n")
+        .enumerate()
+        .filter_map(|(index, entry)| {
+            let mut parameters: Vec<(String, String)> = Vec::new();
+            let mut body = Vec::new();
+            for line in entry.lines() {
+                if let Some(list) = line.strip_prefix("-- first parameters: ") {
+                    parameters = parse_parameters(list);
+                } else if !(body.is_empty() && line.starts_with("--")) {
+                    body.push(line);
+                }
+            }
+            let mut sql = body.join("\n").trim().to_string();
+            // Substitute the highest-numbered parameters first ($10 before $1).
+            for (name, value) in parameters.iter().rev() {
+                sql = sql.replace(name.as_str(), value);
+            }
+            (!sql.is_empty()).then(|| Captured {
+                origin: format!("{name}:{}", index + 1),
+                sql,
+            })
+        })
+        .collect()
+}
+
+/// `$1 = 'a', $2 = 'b'` as `[("$1", "'a'"), ("$2", "'b'")]`.
+fn parse_parameters(list: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = list;
+    while let Some(start) = rest.find('$') {
+        rest = &rest[start..];
+        let Some((name, after)) = rest.split_once(" = ") else {
+            break;
+        };
+        let value_end = if let Some(quoted) = after.strip_prefix('\'') {
+            let mut end = 0;
+            let bytes = quoted.as_bytes();
+            while end < bytes.len() {
+                if bytes[end] == b'\'' && bytes.get(end + 1) != Some(&b'\'') {
+                    break;
+                }
+                end += if bytes[end] == b'\'' { 2 } else { 1 };
+            }
+            end + 2
+        } else {
+            after.find(',').unwrap_or(after.len())
+        };
+        out.push((
+            name.to_string(),
+            after[..value_end.min(after.len())].to_string(),
+        ));
+        rest = &after[value_end.min(after.len())..];
+    }
+    out
+}
+
+/// Statements this comparison leaves to other tests: transaction control (each statement
+/// here runs on its own), COPY (needs a data stream).
+fn is_compared(sql: &str) -> bool {
+    let first = sql
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_uppercase();
+    !matches!(
+        first.as_str(),
+        "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "END" | "COPY" | "SAVEPOINT" | "RELEASE"
+    )
+}
+
+/// The outcome of running a statement: Ok, or the SQLSTATE it failed with.
+async fn outcome(client: &Client, sql: &str) -> Result<(), String> {
+    match client.simple_query(sql).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e
+            .as_db_error()
+            .map(|d| format!("{} ({})", d.code().code(), d.message()))
+            .unwrap_or_else(|| e.to_string())),
+    }
+}
+
+async fn connect(connection_string: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(connection_string, NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+async fn load_demo_schema(client: &Client) {
+    let schema = std::fs::read_to_string("tests/clients/demo_schema.sql").expect("demo schema");
+    client
+        .batch_execute(&schema)
+        .await
+        .expect("the demo schema loads");
+}
+
+#[tokio::test]
+async fn client_catalog_queries_succeed_where_postgres_succeeds() {
+    let postgres = TestPostgres::start();
+    let server = TestServer::start();
+    let reference = connect(&postgres.connection_string()).await;
+    let fluxion = server.connect().await;
+    load_demo_schema(&reference).await;
+    reference
+        .batch_execute("REFRESH MATERIALIZED VIEW analytics.customer_totals")
+        .await
+        .expect("refresh");
+    load_demo_schema(&fluxion).await;
+
+    let mut files: Vec<_> = ["tests/clients/captured", "tests/clients/captured/pgcompat"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("captured statements"))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    let mut compared = 0;
+    let mut mismatches = Vec::new();
+    for file in &files {
+        for statement in load(file).into_iter().filter(|s| is_compared(&s.sql)) {
+            let expected = outcome(&reference, &statement.sql).await;
+            let actual = outcome(&fluxion, &statement.sql).await;
+            compared += 1;
+            let agrees = match (&expected, &actual) {
+                (Ok(()), Ok(())) => true,
+                (Err(e), Err(a)) => e.get(..5) == a.get(..5),
+                _ => false,
+            };
+            if !agrees {
+                mismatches.push(format!(
+                    "{}: PostgreSQL {:?}, Fluxion {:?}\n    {}",
+                    statement.origin,
+                    expected,
+                    actual,
+                    statement.sql.replace('\n', "\n    ")
+                ));
+            }
+        }
+    }
+    assert!(compared > 150, "only {compared} statements were compared");
+    assert!(
+        mismatches.is_empty(),
+        "{} of {compared} client statements differ from PostgreSQL:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn parameters_substitute_as_literals() {
+    assert_eq!(
+        parse_parameters("$1 = 'it''s', $2 = '3802'"),
+        vec![
+            ("$1".to_string(), "'it''s'".to_string()),
+            ("$2".to_string(), "'3802'".to_string())
+        ]
+    );
+}
