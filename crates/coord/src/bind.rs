@@ -111,6 +111,45 @@ fn literal(value: Option<&str>, data_type: &DataType) -> Result<Expr, CoordError
         .map_err(|e| CoordError::Internal(format!("parameter literal {text}: {e}")))
 }
 
+/// Gives each `$n` whose type the client declared that type (`CAST($n AS type)`), so that
+/// planning infers the result columns from it as Postgres does (`SELECT $1` with an `int8`
+/// parameter returns an `int8` column).
+fn type_declared_parameters(
+    statement: &mut Statement,
+    declared: &[Option<DataType>],
+) -> Result<(), CoordError> {
+    let mut failure = None;
+    let _ = visit_expressions_mut(statement, |expr| {
+        let Expr::Value(ValueWithSpan {
+            value: Value::Placeholder(p),
+            ..
+        }) = expr
+        else {
+            return ControlFlow::Continue(());
+        };
+        let index = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
+        let Some(Some(data_type)) = index.and_then(|n| declared.get(n.wrapping_sub(1))) else {
+            return ControlFlow::Continue(());
+        };
+        let text = format!("CAST({p} AS {})", sql_type_name(data_type));
+        match Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(&text)
+            .and_then(|mut parser| parser.parse_expr())
+        {
+            Ok(typed) => *expr = typed,
+            Err(e) => {
+                failure = Some(CoordError::Internal(format!("typed parameter {text}: {e}")));
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// The SQL name of an Arrow type, for casts.
 fn sql_type_name(data_type: &DataType) -> String {
     match data_type {
@@ -128,6 +167,9 @@ fn sql_type_name(data_type: &DataType) -> String {
         DataType::Time32(_) | DataType::Time64(_) => "TIME".into(),
         DataType::Interval(_) => "INTERVAL".into(),
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "BYTEA".into(),
+        DataType::List(item) | DataType::LargeList(item) => {
+            format!("{}[]", sql_type_name(item.data_type()))
+        }
         _ => "TEXT".into(),
     }
 }
@@ -141,7 +183,9 @@ impl Coordinator {
         statement: &Statement,
         declared: &[Option<DataType>],
     ) -> Result<StatementDesc, CoordError> {
-        let statement = self.prepare(session, statement.clone());
+        session.check_not_failed(statement)?;
+        let mut statement = self.prepare(session, statement.clone());
+        type_declared_parameters(&mut statement, declared)?;
         let count = parameter_count(&statement).max(declared.len());
         let (inferred, columns) = self.infer(session, &statement).await?;
         let parameters = (0..count)
@@ -202,6 +246,10 @@ impl Coordinator {
                 let (_, _, query) = self.delete_query(session, delete)?;
                 self.infer_rewritten(&query).await
             }
+            Statement::Fetch { name, .. } => Ok((
+                HashMap::new(),
+                session.cursor_schema(&crate::naming::fold_ident(name)),
+            )),
             Statement::ShowVariable { .. }
             | Statement::ShowTables { .. }
             | Statement::ShowViews { .. }

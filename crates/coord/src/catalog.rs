@@ -199,8 +199,7 @@ impl Catalog {
     fn update_relation(&mut self, relation: GlobalId, change: impl FnOnce(&mut RelationTable)) {
         if let Some(item) = self.items.get_mut(&relation) {
             if let ItemDetails::Relation(table) = &item.details {
-                let mut updated =
-                    RelationTable::new(table.id, table.name.clone(), table.desc.clone());
+                let mut updated = arranged_relation(table.id, &table.name, table.desc.clone());
                 updated.lookups = table.lookups.clone();
                 updated.defaults = table.defaults.clone();
                 change(&mut updated);
@@ -210,10 +209,15 @@ impl Catalog {
     }
 }
 
+/// The relation `id` as DataFusion sees it (its columns say they come from it).
+pub(crate) fn arranged_relation(id: GlobalId, name: &str, desc: RelationDesc) -> RelationTable {
+    RelationTable::new(id, name.to_string(), desc).with_origin(crate::oids::item_oid(id))
+}
+
 /// A relation description with the primary key's lookup, as tables are arranged by key.
 pub(crate) fn relation_table(id: GlobalId, name: &str, desc: RelationDesc) -> RelationTable {
     let key = desc.primary_key.clone();
-    let mut table = RelationTable::new(id, name.to_string(), desc);
+    let mut table = arranged_relation(id, name, desc);
     if let Some(columns) = key {
         table.lookups.push(KeyedArrangement {
             arrangement: id,

@@ -16,7 +16,7 @@ use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::error::CoordError;
 use crate::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::response::ExecuteResponse;
-use crate::session::{Session, Transaction};
+use crate::session::Session;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
 
@@ -135,14 +135,7 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
-        if let Transaction::Failed(_) = session.transaction {
-            if !matches!(
-                statement,
-                Statement::Rollback { .. } | Statement::Commit { .. }
-            ) {
-                return Err(CoordError::InFailedTransaction);
-            }
-        }
+        session.check_not_failed(&statement)?;
         let statement = self.prepare(session, statement);
         let result = self.dispatch(session, statement).await;
         if result.is_err() {

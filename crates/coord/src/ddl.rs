@@ -19,7 +19,7 @@ use datafusion::sql::sqlparser::ast::{
     ObjectNamePart, ObjectType, SchemaName, Statement, TableConstraint,
 };
 use repr::{GlobalId, RelationDesc, Timestamp};
-use sql::catalog::{KeyedArrangement, RelationTable};
+use sql::catalog::KeyedArrangement;
 use sql::plan::Plan;
 use sql::session::DEFAULT_SCHEMA;
 use storage::{CatalogItem, CatalogOp, ItemKind};
@@ -547,7 +547,7 @@ impl Coordinator {
             layout: ArrangementLayout::BySelf,
             debug_name: planned.name.clone(),
         })?;
-        let table = RelationTable::new(id, planned.name.clone(), RelationDesc::new(schema));
+        let table = crate::catalog::arranged_relation(id, &planned.name, RelationDesc::new(schema));
         self.catalog
             .write()
             .unwrap_or_else(|p| p.into_inner())

@@ -48,6 +48,169 @@ pub(crate) fn rewrite_postgres_syntax(
         target,
         is_aggregate,
     });
+    match statement {
+        Statement::Query(query) => {
+            type_result_literals(query);
+            if target == Target::Read {
+                sort_by_subqueries(query);
+            }
+        }
+        Statement::CreateView(create) => type_result_literals(&mut create.query),
+        _ => {}
+    }
+}
+
+/// `ORDER BY` an expression holding a subquery, which DataFusion cannot plan in a sort: the
+/// sort keys become hidden columns of the select list, sorted by outside it.
+fn sort_by_subqueries(query: &mut Query) {
+    let Some(ast::OrderBy {
+        kind: OrderByKind::Expressions(order),
+        ..
+    }) = &query.order_by
+    else {
+        return;
+    };
+    if !order.iter().any(|o| contains_subquery(&o.expr)) {
+        return;
+    }
+    let order = order.clone();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    if select.distinct.is_some() {
+        return;
+    }
+    let mut hidden = Vec::new();
+    let mut outer_order = Vec::new();
+    for (position, key) in order.iter().enumerate() {
+        let name = format!("__order_{position}");
+        let expr =
+            select_list_expr(&key.expr, &select.projection).unwrap_or_else(|| key.expr.clone());
+        select.projection.push(SelectItem::ExprWithAlias {
+            expr,
+            alias: Ident::with_quote('"', name.clone()),
+        });
+        hidden.push(ObjectName::from(vec![Ident::with_quote('"', name.clone())]));
+        outer_order.push(ast::OrderByExpr {
+            expr: Expr::Identifier(Ident::with_quote('"', name)),
+            options: key.options.clone(),
+            with_fill: None,
+        });
+    }
+    query.order_by = None;
+    let limit = query.limit_clause.take();
+    let inner = query.clone();
+    let Some(Statement::Query(mut outer)) =
+        crate::coordinator::parse(&format!("SELECT * FROM ({inner}) AS __ordered"))
+            .ok()
+            .and_then(|mut s| s.pop())
+    else {
+        return;
+    };
+    if let SetExpr::Select(outer_select) = outer.body.as_mut() {
+        if let Some(SelectItem::Wildcard(options)) = outer_select.projection.first_mut() {
+            options.opt_exclude = Some(ast::ExcludeSelectItem::Multiple(hidden));
+        }
+    }
+    outer.order_by = Some(ast::OrderBy {
+        kind: OrderByKind::Expressions(outer_order),
+        interpolate: None,
+    });
+    outer.limit_clause = limit;
+    *query = *outer;
+}
+
+/// The select-list expression an ORDER BY key names by position (`ORDER BY 2`) or by alias.
+fn select_list_expr(key: &Expr, projection: &[SelectItem]) -> Option<Expr> {
+    let item = match key {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => projection.get(n.parse::<usize>().ok()?.checked_sub(1)?)?,
+            _ => return None,
+        },
+        Expr::Identifier(name) => projection.iter().find(|item| {
+            matches!(item, SelectItem::ExprWithAlias { alias, .. }
+                if crate::naming::fold_ident(alias) == crate::naming::fold_ident(name))
+        })?,
+        _ => return None,
+    };
+    match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e.clone()),
+        _ => None,
+    }
+}
+
+/// Whether an expression holds a subquery.
+fn contains_subquery(expr: &Expr) -> bool {
+    let mut found = false;
+    let mut expr = expr.clone();
+    let _ = visit_expressions(&mut expr, |e| {
+        if matches!(
+            e,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+        ) {
+            found = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// An integer literal that a query returns as a column is an `integer` in Postgres (DataFusion
+/// reads every integer literal as `bigint`): `SELECT 1` returns an int4 column.
+fn type_result_literals(query: &mut Query) {
+    fn visit_body(body: &mut SetExpr) {
+        match body {
+            SetExpr::Select(select) => {
+                for item in &mut select.projection {
+                    match item {
+                        SelectItem::UnnamedExpr(expr) if is_int4_literal(expr) => {
+                            // Named as the bare literal is: `?column?`.
+                            *item = SelectItem::ExprWithAlias {
+                                expr: cast(expr.clone(), SqlType::Int(None)),
+                                alias: Ident::with_quote('"', "?column?"),
+                            };
+                        }
+                        SelectItem::ExprWithAlias { expr, .. } if is_int4_literal(expr) => {
+                            *expr = cast(expr.clone(), SqlType::Int(None));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            SetExpr::SetOperation { left, right, .. } => {
+                visit_body(left);
+                visit_body(right);
+            }
+            SetExpr::Query(query) => visit_body(&mut query.body),
+            _ => {}
+        }
+    }
+    visit_body(&mut query.body);
+}
+
+/// Whether `expr` is an integer literal (possibly negated) that fits an `integer`.
+fn is_int4_literal(expr: &Expr) -> bool {
+    let (negated, value) = match expr {
+        Expr::Value(v) => (false, &v.value),
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            Expr::Value(v) => (true, &v.value),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    let Value::Number(digits, _) = value else {
+        return false;
+    };
+    let text = if negated {
+        format!("-{digits}")
+    } else {
+        digits.clone()
+    };
+    text.parse::<i32>().is_ok()
 }
 
 struct Rewriter<'a> {
@@ -106,6 +269,32 @@ impl VisitorMut for Rewriter<'_> {
                         with_offset_alias: None,
                         with_ordinality: false,
                     };
+                }
+                name if !is_table_function(name) && alias.is_some() => {
+                    // A function returning one value is a relation of one row and column,
+                    // named after the alias (`FROM string_to_array(…) s`).
+                    let column = alias
+                        .as_ref()
+                        .map(|a| a.name.value.clone())
+                        .unwrap_or_default();
+                    let arguments: Vec<String> =
+                        args.args.iter().map(ToString::to_string).collect();
+                    let call = format!(
+                        "SELECT {name}({}) AS {}",
+                        arguments.join(", "),
+                        sql_quoted(&column)
+                    );
+                    if let Some(Statement::Query(subquery)) = crate::coordinator::parse(&call)
+                        .ok()
+                        .and_then(|mut s| s.pop())
+                    {
+                        *factor = TableFactor::Derived {
+                            lateral: false,
+                            subquery,
+                            alias: alias.take(),
+                            sample: None,
+                        };
+                    }
                 }
                 _ => {}
             }
@@ -601,9 +790,12 @@ fn normalize_type(data_type: &SqlType) -> SqlType {
     }
 }
 
-/// `'{a,b}'` as `ARRAY['a', 'b']`.
+/// `'{a,b}'` as `ARRAY['a', 'b']` (a malformed literal stays text, for the cast to reject).
 fn array_literal(text: &str) -> Expr {
-    let elements = crate::system_catalog::parse_array_literal(text)
+    let Ok(elements) = repr::pg_array::parse_array_literal(text) else {
+        return string(text);
+    };
+    let elements = elements
         .into_iter()
         .map(|element| match element {
             Some(text) => string(&text),
@@ -614,6 +806,19 @@ fn array_literal(text: &str) -> Expr {
         elem: elements,
         named: true,
     })
+}
+
+/// Whether `name` is a function returning rows (a table function), not one value.
+fn is_table_function(name: &str) -> bool {
+    matches!(
+        name,
+        "generate_series" | "range" | "unnest" | "generate_subscripts" | "pg_get_keywords"
+    )
+}
+
+/// An identifier in double quotes.
+fn sql_quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Whether a function argument is a (possibly negated) number literal.
@@ -717,7 +922,7 @@ mod tests {
                 "SELECT 1 FROM t WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default",
                 Target::Read
             ),
-            "SELECT 1 FROM t WHERE c.relname ~ '^(t)$'"
+            "SELECT CAST(1 AS INT) AS \"?column?\" FROM t WHERE c.relname ~ '^(t)$'"
         );
     }
 

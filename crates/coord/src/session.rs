@@ -6,8 +6,11 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 
 use datafusion::arrow::datatypes::SchemaRef;
 
+use datafusion::sql::sqlparser::ast::Statement;
+
 use crate::copy::CopyPlan;
 use crate::cursors::Cursor;
+use crate::error::CoordError;
 
 /// Where a session stands with respect to transactions (the ReadyForQuery status byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,10 +241,24 @@ impl Session {
             .collect()
     }
 
+    /// Refuses every statement but ROLLBACK (to a savepoint) and COMMIT in a failed block.
+    pub(crate) fn check_not_failed(&self, statement: &Statement) -> Result<(), CoordError> {
+        let ends_block = matches!(
+            statement,
+            Statement::Rollback { .. } | Statement::Commit { .. }
+        );
+        match self.transaction {
+            Transaction::Failed(_) if !ends_block => Err(CoordError::InFailedTransaction),
+            _ => Ok(()),
+        }
+    }
+
     /// Marks the open transaction block failed after an error.
     pub fn fail_transaction(&mut self) {
-        if let Transaction::Block(block) = std::mem::take(&mut self.transaction) {
-            self.transaction = Transaction::Failed(block);
+        if matches!(self.transaction, Transaction::Block(_)) {
+            if let Transaction::Block(block) = std::mem::take(&mut self.transaction) {
+                self.transaction = Transaction::Failed(block);
+            }
         }
     }
 

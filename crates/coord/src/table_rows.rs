@@ -141,14 +141,7 @@ pub(crate) fn conform(
             .columns()
             .iter()
             .zip(schema.fields())
-            .map(|(column, field)| {
-                if column.data_type() == field.data_type() {
-                    Ok(column.clone())
-                } else {
-                    cast(column, field.data_type())
-                        .map_err(|e| CoordError::InvalidValue(e.to_string()))
-                }
-            })
+            .map(|(column, field)| cast_column(column, field.data_type()))
             .collect::<Result<Vec<_>, _>>()?;
         conformed.push(
             RecordBatch::try_new(relaxed.clone(), columns)
@@ -163,6 +156,12 @@ pub(crate) fn conform(
 pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<ArrayRef, CoordError> {
     if column.data_type() == data_type {
         return Ok(column.clone());
+    }
+    if let (Some(text), DataType::List(_)) =
+        (column.as_any().downcast_ref::<StringArray>(), data_type)
+    {
+        return repr::pg_array::text_to_list(text, data_type)
+            .map_err(|e| CoordError::InvalidValue(e.to_string()));
     }
     if data_type == &DataType::Binary {
         if let Some(text) = column.as_any().downcast_ref::<StringArray>() {

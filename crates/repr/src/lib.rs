@@ -8,6 +8,7 @@
 mod change_batch;
 mod error;
 mod ids;
+pub mod pg_array;
 pub mod pg_type;
 mod relation;
 mod row;

@@ -100,6 +100,22 @@ pub const DECLARED_TYPE_KEY: &str = "fluxion.pg_type";
 /// Arrow has no match for (`oid`, `name`, `"char"`, `int2vector`, `regclass`, …).
 pub const PG_TYPE_OID_KEY: &str = "fluxion.pg_type_oid";
 
+/// Field metadata key holding the oid of the table a result column comes straight from
+/// (RowDescription's table oid; clients look nullability and names up by it).
+pub const TABLE_OID_KEY: &str = "fluxion.table_oid";
+
+/// Field metadata key holding a column's number in that table (RowDescription's attnum).
+pub const ATTNUM_KEY: &str = "fluxion.attnum";
+
+/// The table oid and column number a column comes from, if it is a table's column.
+pub fn column_origin(field: &Field) -> Option<(u32, i16)> {
+    let metadata = field.metadata();
+    Some((
+        metadata.get(TABLE_OID_KEY)?.parse().ok()?,
+        metadata.get(ATTNUM_KEY)?.parse().ok()?,
+    ))
+}
+
 /// The Postgres type of an Arrow type.
 pub fn pg_type_of(data_type: &DataType) -> PgType {
     match data_type {

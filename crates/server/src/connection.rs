@@ -292,11 +292,18 @@ impl QueryParser for StatementParser {
             .map(|t| t.as_ref().and_then(arrow_type_of))
             .collect();
         let mut session = lock_session(&self.coord, &self.session, client).await;
-        let desc = self
+        // An error while parsing fails the transaction block, as one while executing does.
+        let desc = match self
             .coord
             .describe(&mut session, &statement, &declared)
             .await
-            .map_err(|e| to_pgwire(&e))?;
+        {
+            Ok(desc) => desc,
+            Err(e) => {
+                session.fail_transaction();
+                return Err(to_pgwire(&e));
+            }
+        };
         Ok(Some(Prepared { statement, desc }))
     }
 

@@ -73,6 +73,7 @@ pub(crate) fn parameter_text(
                 text
             }
         }
+        DataType::List(item) => array_text(bytes, item.data_type())?,
         DataType::Interval(IntervalUnit::MonthDayNano) => {
             let raw = fixed(16)?;
             let micros = i64::from_be_bytes(raw[0..8].try_into().map_err(|_| "interval")?);
@@ -84,6 +85,57 @@ pub(crate) fn parameter_text(
             .map(str::to_string)
             .map_err(|e| format!("invalid UTF-8 in parameter: {e}"))?,
     })
+}
+
+/// Decodes a Postgres binary one-dimensional array into its text form (`{a,"b c",NULL}`),
+/// each element read as `element`.
+fn array_text(bytes: &[u8], element: &DataType) -> Result<String, String> {
+    let mut reader = BinaryReader { bytes, at: 0 };
+    let dimensions = reader.i32()?;
+    let _has_nulls = reader.i32()?;
+    let _element_oid = reader.i32()?;
+    if dimensions == 0 {
+        return Ok("{}".into());
+    }
+    if dimensions != 1 {
+        return Err("multidimensional array parameters are not supported".into());
+    }
+    let length = reader.i32()?;
+    let _lower_bound = reader.i32()?;
+    let mut elements = Vec::with_capacity(length.max(0) as usize);
+    for _ in 0..length {
+        let size = reader.i32()?;
+        if size < 0 {
+            elements.push("NULL".to_string());
+            continue;
+        }
+        let value = reader.take(size as usize)?;
+        let text = parameter_text(&Bytes::copy_from_slice(value), true, element)?;
+        elements.push(repr::pg_array::quote_element(&text));
+    }
+    Ok(format!("{{{}}}", elements.join(",")))
+}
+
+/// Reads big-endian fields of a binary value in order.
+struct BinaryReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> BinaryReader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let taken = self
+            .bytes
+            .get(self.at..self.at + n)
+            .ok_or_else(|| "truncated binary parameter".to_string())?;
+        self.at += n;
+        Ok(taken)
+    }
+
+    fn i32(&mut self) -> Result<i32, String> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
 }
 
 /// Decodes Postgres binary `numeric` into decimal text.

@@ -46,15 +46,27 @@ pub(crate) fn arrow_type_of(ty: &Type) -> Option<DataType> {
         Type::TIMESTAMP => DataType::Timestamp(TimeUnit::Microsecond, None),
         Type::TIMESTAMPTZ => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
         Type::INTERVAL => DataType::Interval(IntervalUnit::MonthDayNano),
-        _ => return None,
+        _ => match ty.kind() {
+            postgres_types::Kind::Array(element) => DataType::List(Arc::new(
+                arrow::datatypes::Field::new("item", arrow_type_of(element)?, true),
+            )),
+            _ => return None,
+        },
     })
 }
 
 fn field_info(field: &Field, format: FieldFormat) -> FieldInfo {
     let pg = pg_type_of_field(field);
-    FieldInfo::new(field.name().clone(), None, None, wire_type(pg), format)
-        .with_type_size(pg.len)
-        .with_type_modifier(repr::pg_type::type_modifier(field))
+    let origin = repr::pg_type::column_origin(field);
+    FieldInfo::new(
+        field.name().clone(),
+        origin.map(|(table, _)| table as i32),
+        origin.map(|(_, attnum)| attnum),
+        wire_type(pg),
+        format,
+    )
+    .with_type_size(pg.len)
+    .with_type_modifier(repr::pg_type::type_modifier(field))
 }
 
 /// The row description of `schema`, with per-column formats from `format` (text if `None`).

@@ -53,14 +53,18 @@ impl ToSql for Cell<'_> {
 impl ToSqlText for Cell<'_> {
     fn to_sql_text(
         &self,
-        _ty: &Type,
+        ty: &Type,
         out: &mut BytesMut,
         _options: &FormatOptions,
     ) -> Result<IsNull, BoxError> {
         if self.array.is_null(self.row) {
             return Ok(IsNull::Yes);
         }
-        let text = text_value(self.array, self.row)?;
+        let text = if is_vector(ty) {
+            vector_text(self.array, self.row)?
+        } else {
+            text_value(self.array, self.row)?
+        };
         out.put_slice(text.as_bytes());
         Ok(IsNull::No)
     }
@@ -267,10 +271,7 @@ fn interval_text(months: i32, days: i32, micros: i64) -> String {
 }
 
 fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
-    let values = match array.data_type() {
-        DataType::List(_) => array.as_list::<i32>().value(row),
-        _ => array.as_list::<i64>().value(row),
-    };
+    let values = repr::pg_array::list_values(array, row).ok_or("not an array")?;
     let mut text = String::from("{");
     for i in 0..values.len() {
         if i > 0 {
@@ -278,24 +279,43 @@ fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
         }
         if values.is_null(i) {
             text.push_str("NULL");
-            continue;
-        }
-        let element = text_value(&values, i)?;
-        let needs_quotes = element.is_empty()
-            || element.eq_ignore_ascii_case("null")
-            || element
-                .chars()
-                .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-        if needs_quotes {
-            text.push('"');
-            text.push_str(&element.replace('\\', "\\\\").replace('"', "\\\""));
-            text.push('"');
         } else {
-            text.push_str(&element);
+            text.push_str(&repr::pg_array::quote_element(&text_value(&values, i)?));
         }
     }
     text.push('}');
     Ok(text)
+}
+
+/// Whether a wire type is a 0-based vector (`int2vector`, `oidvector`), which prints as its
+/// elements separated by spaces.
+fn is_vector(ty: &Type) -> bool {
+    *ty == Type::INT2_VECTOR || *ty == Type::OID_VECTOR
+}
+
+/// The text of an `int2vector` / `oidvector`: `1 2 3`.
+fn vector_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
+    let values = repr::pg_array::list_values(array, row).ok_or("not a vector")?;
+    let elements = (0..values.len())
+        .filter(|i| values.is_valid(*i))
+        .map(|i| text_value(&values, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(elements.join(" "))
+}
+
+/// Whether a wire type is held as an Int64 but sent as a 4-byte oid.
+fn is_oid_like(ty: &Type) -> bool {
+    [
+        Type::OID,
+        Type::REGPROC,
+        Type::REGCLASS,
+        Type::REGTYPE,
+        Type::REGNAMESPACE,
+        Type::REGROLE,
+        Type::XID,
+        Type::CID,
+    ]
+    .contains(ty)
 }
 
 /// Writes the Postgres binary form of a non-NULL value.
@@ -313,6 +333,9 @@ fn write_binary(
         DataType::UInt16 => out.put_i32(array.as_primitive::<UInt16Type>().value(row) as i32),
         DataType::Int32 => out.put_i32(array.as_primitive::<Int32Type>().value(row)),
         DataType::UInt32 => out.put_i64(array.as_primitive::<UInt32Type>().value(row) as i64),
+        DataType::Int64 if is_oid_like(ty) => {
+            out.put_u32(array.as_primitive::<Int64Type>().value(row) as u32)
+        }
         DataType::Int64 => out.put_i64(array.as_primitive::<Int64Type>().value(row)),
         DataType::UInt64 => out.put_i64(array.as_primitive::<UInt64Type>().value(row) as i64),
         DataType::Float32 => out.put_f32(array.as_primitive::<Float32Type>().value(row)),
@@ -425,19 +448,18 @@ fn write_array(
     ty: &Type,
     out: &mut BytesMut,
 ) -> Result<(), BoxError> {
-    let values = match array.data_type() {
-        DataType::List(_) => array.as_list::<i32>().value(row),
-        _ => array.as_list::<i64>().value(row),
-    };
+    let values = repr::pg_array::list_values(array, row).ok_or("not an array")?;
     let element_type = match ty.kind() {
         postgres_types::Kind::Array(element) => element.clone(),
+        _ if *ty == Type::INT2_VECTOR => Type::INT2,
+        _ if *ty == Type::OID_VECTOR => Type::OID,
         _ => Type::TEXT,
     };
     out.put_i32(1);
     out.put_i32(values.null_count().min(1) as i32);
     out.put_u32(element_type.oid());
     out.put_i32(values.len() as i32);
-    out.put_i32(1);
+    out.put_i32(if is_vector(ty) { 0 } else { 1 });
     for i in 0..values.len() {
         if values.is_null(i) {
             out.put_i32(-1);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{Constraint, Constraints, ScalarValue};
 use datafusion::datasource::memory::MemorySourceConfig;
@@ -21,6 +21,7 @@ use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
+use repr::pg_type::{ATTNUM_KEY, TABLE_OID_KEY};
 use repr::{GlobalId, RelationDesc};
 
 /// An arrangement of a relation by some of its columns, usable for point lookups.
@@ -100,6 +101,28 @@ impl RelationTable {
             constraints,
             planning_schema,
         }
+    }
+
+    /// The relation, its columns marked as coming from the relation with oid `table_oid`
+    /// (so result columns that are plain column references say so to clients).
+    pub fn with_origin(mut self, table_oid: u32) -> Self {
+        let fields: Vec<Field> = self
+            .planning_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut metadata = f.metadata().clone();
+                metadata.insert(TABLE_OID_KEY.to_string(), table_oid.to_string());
+                metadata.insert(ATTNUM_KEY.to_string(), (i + 1).to_string());
+                f.as_ref().clone().with_metadata(metadata)
+            })
+            .collect();
+        self.planning_schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            self.planning_schema.metadata().clone(),
+        ));
+        self
     }
 
     /// The lookup that equality `filters` allow, if any arrangement's whole key is pinned.
@@ -203,14 +226,16 @@ impl TableProvider for RelationTable {
             .ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{}\" cannot be read here", self.name))
             })?;
-        let batches = reader.0.read(self, self.lookup_for(filters)).await?;
-        let schema = batches
-            .first()
-            .map(|b| b.schema())
-            .unwrap_or_else(|| self.planning_schema.clone());
+        let batches = reader
+            .0
+            .read(self, self.lookup_for(filters))
+            .await?
+            .into_iter()
+            .map(|b| b.with_schema(self.planning_schema.clone()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(MemorySourceConfig::try_new_exec(
             &[batches],
-            schema,
+            self.planning_schema.clone(),
             projection.cloned(),
         )?)
     }

@@ -88,9 +88,11 @@ impl ApplyCorrelatedSubqueries {
     }
 
     /// Whether this rule takes `subquery`.
-    fn takes(&self, subquery: &Subquery) -> bool {
+    fn takes(&self, subquery: &Subquery, kind: ApplyKind) -> bool {
         if subquery.outer_ref_columns.is_empty() {
-            return false;
+            // DataFusion runs uncorrelated scalar subqueries itself; EXISTS and IN it only
+            // turns into joins in filters, and leaves the rest (in a select list) to this rule.
+            return self.scope == ApplyScope::Remaining && kind != ApplyKind::Scalar;
         }
         match self.scope {
             ApplyScope::Remaining => true,
@@ -170,17 +172,21 @@ impl OptimizerRule for ApplyCorrelatedSubqueries {
 impl ApplyCorrelatedSubqueries {
     fn replace(&self, expr: Expr) -> Result<Transformed<Expr>> {
         let (kind, subquery, probe) = match expr {
-            Expr::ScalarSubquery(subquery) if self.takes(&subquery) => {
+            Expr::ScalarSubquery(subquery) if self.takes(&subquery, ApplyKind::Scalar) => {
                 (ApplyKind::Scalar, subquery, None)
             }
-            Expr::Exists(Exists { subquery, negated }) if self.takes(&subquery) => {
+            Expr::Exists(Exists { subquery, negated })
+                if self.takes(&subquery, ApplyKind::Exists { negated }) =>
+            {
                 (ApplyKind::Exists { negated }, subquery, None)
             }
             Expr::InSubquery(InSubquery {
                 expr,
                 subquery,
                 negated,
-            }) if self.takes(&subquery) => (ApplyKind::In { negated }, subquery, Some(*expr)),
+            }) if self.takes(&subquery, ApplyKind::In { negated }) => {
+                (ApplyKind::In { negated }, subquery, Some(*expr))
+            }
             other => return Ok(Transformed::no(other)),
         };
         let function = CorrelatedSubquery::new(kind, &subquery, self.subquery_state())?;
@@ -273,12 +279,8 @@ impl CorrelatedSubquery {
         datafusion::physical_plan::collect(physical, self.state.task_ctx()).await
     }
 
-    /// The subquery's value for one outer row (`probe` is the IN operand).
-    async fn evaluate(
-        &self,
-        probe: Option<&ScalarValue>,
-        values: &[ScalarValue],
-    ) -> Result<ScalarValue> {
+    /// The first column of the subquery's rows for one outer row.
+    async fn rows(&self, values: &[ScalarValue]) -> Result<Vec<ScalarValue>> {
         let batches = self.run(values).await?;
         let mut column = Vec::new();
         for batch in &batches {
@@ -286,10 +288,15 @@ impl CorrelatedSubquery {
                 column.push(ScalarValue::try_from_array(batch.column(0), row)?);
             }
         }
+        Ok(column)
+    }
+
+    /// The subquery's value given its rows (`probe` is the IN operand).
+    fn evaluate(&self, probe: Option<&ScalarValue>, column: &[ScalarValue]) -> Result<ScalarValue> {
         Ok(match self.kind {
             ApplyKind::Scalar => match column.len() {
                 0 => ScalarValue::try_from(&self.return_type)?,
-                1 => column.remove(0),
+                1 => column[0].clone(),
                 _ => {
                     return Err(DataFusionError::Execution(
                         "more than one row returned by a subquery used as an expression".into(),
@@ -389,17 +396,15 @@ impl ScalarUDFImpl for CorrelatedSubquery {
                         .build()
                         .map_err(|e| DataFusionError::External(Box::new(e)))?;
                     runtime.block_on(async {
-                        let mut cache: HashMap<Vec<ScalarValue>, ScalarValue> = HashMap::new();
+                        // The subquery runs once per distinct outer row.
+                        let mut rows: HashMap<Vec<ScalarValue>, Vec<ScalarValue>> = HashMap::new();
                         let mut results = Vec::with_capacity(keys.len());
                         for key in &keys {
-                            if let Some(value) = cache.get(key) {
-                                results.push(value.clone());
-                                continue;
-                            }
                             let (probe, outer) = key.split_at(probe_columns);
-                            let value = self.evaluate(probe.first(), outer).await?;
-                            cache.insert(key.clone(), value.clone());
-                            results.push(value);
+                            if !rows.contains_key(outer) {
+                                rows.insert(outer.to_vec(), self.rows(outer).await?);
+                            }
+                            results.push(self.evaluate(probe.first(), &rows[outer])?);
                         }
                         Ok(results)
                     })

@@ -7,17 +7,25 @@
 //!   (`indisprimary = 'f'`) is a literal of that type in Postgres, whose untyped literals take
 //!   the type of the other operand. [`UntypedLiteralComparisons`] gives it that type (DataFusion
 //!   reads every quoted literal as text).
+//! - Arrays cast to and from text use Postgres's notation (`{a,"b c"}`), not Arrow's (`[a, b c]`):
+//!   [`ArrayTextCasts`] routes such casts through `repr::pg_array`; `int2vector` and
+//!   `oidvector` print as their elements separated by spaces.
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::DataFusionError;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawFieldAccessExpr};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, GetFieldAccess, LogicalPlan};
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, GetFieldAccess, LogicalPlan,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use datafusion::optimizer::AnalyzerRule;
 
 /// Shifts subscripts of 0-based vectors by one.
@@ -147,9 +155,145 @@ fn boolean_value(text: &str) -> Option<ScalarValue> {
     Some(ScalarValue::Boolean(Some(value)))
 }
 
-/// The analyzer rules of this module, in the order they run (before type coercion).
+/// The analyzer rules of this module that run before type coercion.
 pub fn analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
     vec![Arc::new(UntypedLiteralComparisons)]
+}
+
+/// Casts between arrays and text in Postgres's notation. Runs after type coercion, which adds
+/// casts of its own.
+#[derive(Debug, Default)]
+pub struct ArrayTextCasts;
+
+impl AnalyzerRule for ArrayTextCasts {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schema = merged_input_schema(&node);
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|expr| {
+                let name = names.save(&expr);
+                let rewritten = expr.transform_up(|e| {
+                    let (inner, target) = match &e {
+                        Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                        Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                        _ => return Ok(Transformed::no(e)),
+                    };
+                    let Ok((_, field)) = inner.to_field(&schema) else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let function = match (field.data_type(), target) {
+                        (
+                            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8,
+                            DataType::List(_),
+                        ) => ArrayText::reading(target.clone()),
+                        (DataType::List(_), DataType::Utf8) => {
+                            ArrayText::writing(repr::pg_type::is_zero_based_vector(&field))
+                        }
+                        _ => return Ok(Transformed::no(e)),
+                    };
+                    Ok(Transformed::yes(
+                        ScalarUDF::from(function).call(vec![inner.clone()]),
+                    ))
+                })?;
+                Ok(rewritten.update_data(|e| name.restore(e)))
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "array_text_casts"
+    }
+}
+
+/// `__array_in(text)` (an array literal read as a list of `target`) or `__array_out(list)`
+/// (a list printed as an array literal, or as a vector's space-separated elements).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayText {
+    /// The list type read into; `None` when printing.
+    reading: Option<DataType>,
+    vector: bool,
+    signature: Signature,
+}
+
+impl ArrayText {
+    fn reading(target: DataType) -> Self {
+        Self {
+            reading: Some(target),
+            vector: false,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
+    fn writing(vector: bool) -> Self {
+        Self {
+            reading: None,
+            vector,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ArrayText {
+    fn name(&self) -> &str {
+        match self.reading {
+            Some(_) => "__array_in",
+            None => "__array_out",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(self.reading.clone().unwrap_or(DataType::Utf8))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let input = args.args[0].to_array(args.number_rows.max(1))?;
+        let output: ArrayRef = match &self.reading {
+            Some(target) => {
+                let texts = datafusion::arrow::compute::cast(&input, &DataType::Utf8)?;
+                repr::pg_array::text_to_list(texts.as_string::<i32>(), target)?
+            }
+            None => Arc::new(
+                (0..input.len())
+                    .map(|row| {
+                        if input.is_null(row) {
+                            return Ok(None);
+                        }
+                        let values = repr::pg_array::list_values(&input, row)
+                            .ok_or_else(|| DataFusionError::Internal("not a list".into()))?;
+                        let elements = (0..values.len())
+                            .map(|i| {
+                                if values.is_null(i) {
+                                    return Ok("NULL".to_string());
+                                }
+                                let value = ScalarValue::try_from_array(&values, i)?.to_string();
+                                Ok(if self.vector {
+                                    value
+                                } else {
+                                    repr::pg_array::quote_element(&value)
+                                })
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        Ok(Some(if self.vector {
+                            elements.join(" ")
+                        } else {
+                            format!("{{{}}}", elements.join(","))
+                        }))
+                    })
+                    .collect::<Result<StringArray>>()?,
+            ),
+        };
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&output, 0)?)
+        } else {
+            ColumnarValue::Array(output)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,23 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             |args| Ok(text(text_arg(&args[0]).map(|t| sql_ident(&t).to_string()))),
         ),
         row_function(
+            "quote_literal",
+            any_arity(&[1], immutable),
+            DataType::Utf8,
+            |args| Ok(text(text_arg(&args[0]).map(|t| quote_literal(&t)))),
+        ),
+        row_function(
+            "quote_nullable",
+            any_arity(&[1], immutable),
+            DataType::Utf8,
+            |args| {
+                Ok(text(Some(text_arg(&args[0]).map_or_else(
+                    || "NULL".to_string(),
+                    |t| quote_literal(&t),
+                ))))
+            },
+        ),
+        row_function(
             "parse_ident",
             any_arity(&[1, 2], immutable),
             DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
@@ -121,6 +138,16 @@ fn backslash_escaped(pattern: &str, escape: &str) -> datafusion::error::Result<S
     Ok(out)
 }
 
+/// `quote_literal`: a string literal reading back as `text` (`E'…'` when it holds backslashes).
+fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if text.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
 /// `parse_ident`: the parts of a qualified identifier, unquoted and folded.
 fn parse_ident(name: &str) -> datafusion::error::Result<Vec<String>> {
     let mut parts = Vec::new();
@@ -183,7 +210,7 @@ fn format(pattern: &str, args: &[ScalarValue]) -> datafusion::error::Result<Stri
                 out.push_str(&sql_ident(&name).to_string());
             }
             'L' => match text_arg(value) {
-                Some(v) => out.push_str(&format!("'{}'", v.replace('\'', "''"))),
+                Some(v) => out.push_str(&quote_literal(&v)),
                 None => out.push_str("NULL"),
             },
             other => {

@@ -183,7 +183,8 @@ fn parse_value(text: &str, type_oid: u32) -> Value {
                 _ => datafusion::arrow::datatypes::DataType::Utf8,
             };
             Value::List(
-                parse_array(text)
+                repr::pg_array::parse_array_literal(text)
+                    .unwrap_or_default()
                     .into_iter()
                     .map(|e| match e {
                         None => Value::Null,
@@ -208,51 +209,6 @@ fn scalar_of(text: &str, data_type: &datafusion::arrow::datatypes::DataType) -> 
     }
 }
 
-/// The elements of a one-dimensional Postgres array literal (`{a,"b c",NULL}`).
-pub(crate) fn parse_array(text: &str) -> Vec<Option<String>> {
-    let inner = text
-        .trim()
-        .strip_prefix('{')
-        .and_then(|t| t.strip_suffix('}'))
-        .unwrap_or(text);
-    if inner.is_empty() {
-        return Vec::new();
-    }
-    let mut elements = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    let mut in_quotes = false;
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if in_quotes => {
-                if let Some(next) = chars.next() {
-                    current.push(next);
-                }
-            }
-            '"' => {
-                in_quotes = !in_quotes;
-                quoted = true;
-            }
-            ',' if !in_quotes => {
-                elements.push(array_element(std::mem::take(&mut current), quoted));
-                quoted = false;
-            }
-            other => current.push(other),
-        }
-    }
-    elements.push(array_element(current, quoted));
-    elements
-}
-
-fn array_element(text: String, quoted: bool) -> Option<String> {
-    if !quoted && text.eq_ignore_ascii_case("NULL") {
-        None
-    } else {
-        Some(text)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,20 +224,6 @@ mod tests {
             records[2],
             vec![Some("x,\"y".into()), Some("2".into()), None]
         );
-    }
-
-    #[test]
-    fn array_literals_split_into_elements() {
-        assert_eq!(
-            parse_array(r#"{a,"b c",NULL,"NULL"}"#),
-            vec![
-                Some("a".into()),
-                Some("b c".into()),
-                None,
-                Some("NULL".into())
-            ]
-        );
-        assert!(parse_array("{}").is_empty());
     }
 
     #[test]

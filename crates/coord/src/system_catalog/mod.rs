@@ -39,9 +39,7 @@ use crate::catalog::{read, Catalog};
 pub(crate) use builtin_functions::{
     builtin_function_name, builtin_function_named, builtin_function_types,
 };
-pub(crate) use builtin_rows::{
-    is_reserved_keyword, keyword_rows, parse_array as parse_array_literal,
-};
+pub(crate) use builtin_rows::{is_reserved_keyword, keyword_rows};
 pub(crate) use column_types::relation_def;
 pub(crate) use definitions::{constraint_definition, index_column_definition};
 pub(crate) use fluxion_catalog::{relations as fluxion_catalog_relations, SystemSchema};

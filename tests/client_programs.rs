@@ -1,0 +1,140 @@
+//! Real client libraries against a running Fluxion: SQLAlchemy 2.0 (with pandas) and 1.4 over
+//! psycopg2, psycopg 3 in binary mode, and pgjdbc 42.5 (`DatabaseMetaData`, named binary
+//! statements, portals with a fetch size). Each program (in `tests/clients/`, checked against
+//! PostgreSQL 15 itself) inspects the demo schema and its data and exits non-zero on the first
+//! wrong answer or protocol error.
+//!
+//! The setup installs what the programs need: Python virtual environments with pinned
+//! packages (`tests/clients/setup_python.sh`) and Debian's pgjdbc (`setup_java.sh`). They are
+//! kept in `$FLUXION_CLIENT_CACHE` (default `~/.cache/fluxion/clients`) and reused while their
+//! requirements are unchanged.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::TestServer;
+
+/// Where the client environments live.
+fn cache_dir() -> PathBuf {
+    std::env::var_os("FLUXION_CLIENT_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+            Path::new(&home).join(".cache/fluxion/clients")
+        })
+}
+
+/// Runs a setup script under a lock, so concurrent tests do not build the same environment
+/// twice at once.
+fn setup(script: &str, args: &[&str]) {
+    let cache = cache_dir();
+    std::fs::create_dir_all(&cache).expect("the client cache directory");
+    let lock = cache.join(format!("{}.lock", script.replace('/', "_")));
+    let output = Command::new("flock")
+        .arg(&lock)
+        .arg(format!("tests/clients/{script}"))
+        .args(args)
+        .output()
+        .expect("flock runs the setup script");
+    assert_success(&format!("{script} {}", args.join(" ")), &output);
+}
+
+/// A Python environment of `flavor` (`sqla2` or `sqla14`), set up if needed.
+fn python(flavor: &str) -> PathBuf {
+    let venv = cache_dir().join(format!("venv-{flavor}"));
+    setup("setup_python.sh", &[&venv.display().to_string(), flavor]);
+    venv.join("bin/python")
+}
+
+/// A server holding the demo schema.
+async fn server_with_demo_schema() -> TestServer {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let schema = std::fs::read_to_string("tests/clients/demo_schema.sql").expect("demo schema");
+    client
+        .batch_execute(&schema)
+        .await
+        .expect("the demo schema loads");
+    server
+}
+
+/// Runs a client program against `server` with libpq-style environment variables.
+fn run_against(server: &TestServer, program: &mut Command) -> Output {
+    program
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", server.port().to_string())
+        .env("PGUSER", "fluxion")
+        .env("PGDATABASE", "fluxion")
+        .output()
+        .expect("the client program runs")
+}
+
+fn assert_success(what: &str, output: &Output) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn sqlalchemy_2_and_pandas_reflect_the_schema_and_read_its_rows() {
+    let python = python("sqla2");
+    let server = server_with_demo_schema().await;
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/sqlalchemy_compat.py"),
+    );
+    assert_success("sqlalchemy_compat.py (SQLAlchemy 2.0)", &output);
+}
+
+#[tokio::test]
+async fn sqlalchemy_1_4_reflects_the_schema_as_superset_does() {
+    let python = python("sqla14");
+    let server = server_with_demo_schema().await;
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/sqlalchemy_compat.py"),
+    );
+    assert_success("sqlalchemy_compat.py (SQLAlchemy 1.4)", &output);
+}
+
+#[tokio::test]
+async fn psycopg_3_speaks_binary_prepared_statements_copy_and_cursors() {
+    let python = python("sqla2");
+    let server = server_with_demo_schema().await;
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/psycopg3_compat.py"),
+    );
+    assert_success("psycopg3_compat.py", &output);
+}
+
+#[tokio::test]
+async fn pgjdbc_database_metadata_named_statements_and_fetch_size_work() {
+    setup("setup_java.sh", &[]);
+    let jar = "/usr/share/java/postgresql.jar";
+    let classes = tempfile::tempdir().expect("a directory for the compiled program");
+    let compiled = Command::new("javac")
+        .arg("-cp")
+        .arg(jar)
+        .arg("-d")
+        .arg(classes.path())
+        .arg("tests/clients/jdbc/JdbcCompat.java")
+        .output()
+        .expect("javac runs");
+    assert_success("javac JdbcCompat.java", &compiled);
+    let server = server_with_demo_schema().await;
+    let output = run_against(
+        &server,
+        Command::new("java")
+            .arg("-cp")
+            .arg(format!("{jar}:{}", classes.path().display()))
+            .arg("JdbcCompat"),
+    );
+    assert_success("JdbcCompat", &output);
+}
