@@ -155,6 +155,7 @@ impl Coordinator {
             Statement::Insert(insert) => self.insert(session, insert).await,
             Statement::Update(update) => self.update(session, update).await,
             Statement::Delete(delete) => self.delete(session, delete).await,
+            Statement::Copy { to: true, .. } => self.copy_to(session, statement).await,
             Statement::Copy { .. } => self.start_copy(session, statement),
             Statement::CreateTable(create) => self.create_table(session, create).await,
             Statement::CreateView(create) => self.create_view(session, create).await,

@@ -1,4 +1,5 @@
 //! COPY … FROM STDIN (text and csv formats) and the row-level helpers INSERT shares with it.
+//! (COPY … TO STDOUT is [`crate::copy_to`].)
 //!
 //! COPY data is parsed into text columns, cast to the table's types (a value that does not
 //! parse is an error naming the line), and inserted like an INSERT of those rows.
@@ -11,7 +12,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DFSchema;
 use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::{
-    AssignmentTarget, CopyOption, CopySource, CopyTarget, DoUpdate, Statement,
+    AssignmentTarget, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
+    DoUpdate, Statement,
 };
 use repr::{GlobalId, Row};
 
@@ -31,6 +33,77 @@ pub enum CopyFormat {
     Csv,
 }
 
+/// How COPY data is laid out: the format and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyOptions {
+    /// Text or CSV.
+    pub format: CopyFormat,
+    /// The field separator.
+    pub delimiter: char,
+    /// The text of a NULL.
+    pub null: String,
+    /// Whether the first line names the columns.
+    pub header: bool,
+}
+
+impl CopyOptions {
+    /// The options of a COPY statement (text format unless it says otherwise), given in
+    /// parentheses or in the older unparenthesized syntax (`CSV HEADER`, what psql's `\copy
+    /// … csv` sends).
+    pub(crate) fn from_statement(
+        options: Vec<CopyOption>,
+        legacy: Vec<CopyLegacyOption>,
+    ) -> Result<Self, CoordError> {
+        let mut copy = CopyOptions {
+            format: CopyFormat::Text,
+            delimiter: '\t',
+            null: "\\N".into(),
+            header: false,
+        };
+        for option in options {
+            match option {
+                CopyOption::Format(format) => match format.value.to_lowercase().as_str() {
+                    "csv" => {
+                        copy.format = CopyFormat::Csv;
+                        copy.delimiter = ',';
+                        copy.null = String::new();
+                    }
+                    "text" => {}
+                    other => {
+                        return Err(CoordError::Unsupported(format!("COPY format \"{other}\"")))
+                    }
+                },
+                CopyOption::Delimiter(d) => copy.delimiter = d,
+                CopyOption::Null(null) => copy.null = null,
+                CopyOption::Header(header) => copy.header = header,
+                other => return Err(CoordError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        for option in legacy {
+            match option {
+                CopyLegacyOption::Csv(csv_options) => {
+                    copy.format = CopyFormat::Csv;
+                    copy.delimiter = ',';
+                    copy.null = String::new();
+                    for csv_option in csv_options {
+                        match csv_option {
+                            CopyLegacyCsvOption::Header => copy.header = true,
+                            other => {
+                                return Err(CoordError::Unsupported(format!("COPY option {other}")))
+                            }
+                        }
+                    }
+                }
+                CopyLegacyOption::Delimiter(d) => copy.delimiter = d,
+                CopyLegacyOption::Null(null) => copy.null = null,
+                CopyLegacyOption::Header => copy.header = true,
+                other => return Err(CoordError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        Ok(copy)
+    }
+}
+
 /// A COPY FROM STDIN waiting for its data.
 #[derive(Clone, Debug)]
 pub(crate) struct CopyPlan {
@@ -38,10 +111,7 @@ pub(crate) struct CopyPlan {
     table_name: String,
     /// The table columns the data's fields go to, in order.
     columns: Vec<usize>,
-    format: CopyFormat,
-    delimiter: char,
-    null: String,
-    header: bool,
+    options: CopyOptions,
 }
 
 impl Coordinator {
@@ -55,6 +125,7 @@ impl Coordinator {
             to,
             target,
             options,
+            legacy_options,
             ..
         } = statement
         else {
@@ -70,7 +141,7 @@ impl Coordinator {
         ) = (source, to, target)
         else {
             return Err(CoordError::Unsupported(
-                "COPY other than COPY table FROM STDIN (COPY TO is not supported yet)".into(),
+                "COPY FROM a file or program (COPY … FROM STDIN, psql's \\copy, works)".into(),
             ));
         };
         let (table, codecs) = self.writable_table(session, &table_name)?;
@@ -92,37 +163,15 @@ impl Coordinator {
                 })
                 .collect::<Result<Vec<_>, _>>()?
         };
-        let mut plan = CopyPlan {
+        let plan = CopyPlan {
             table: table.id,
             table_name: table.name.clone(),
             columns,
-            format: CopyFormat::Text,
-            delimiter: '\t',
-            null: "\\N".into(),
-            header: false,
+            options: CopyOptions::from_statement(options, legacy_options)?,
         };
-        for option in options {
-            match option {
-                CopyOption::Format(format) => match format.value.to_lowercase().as_str() {
-                    "csv" => {
-                        plan.format = CopyFormat::Csv;
-                        plan.delimiter = ',';
-                        plan.null = String::new();
-                    }
-                    "text" => {}
-                    other => {
-                        return Err(CoordError::Unsupported(format!("COPY format \"{other}\"")))
-                    }
-                },
-                CopyOption::Delimiter(d) => plan.delimiter = d,
-                CopyOption::Null(null) => plan.null = null,
-                CopyOption::Header(header) => plan.header = header,
-                other => return Err(CoordError::Unsupported(format!("COPY option {other}"))),
-            }
-        }
         let response = ExecuteResponse::CopyIn {
             columns: plan.columns.len(),
-            format: plan.format,
+            format: plan.options.format,
         };
         session.pending_copy = Some(plan);
         Ok(response)
@@ -142,11 +191,12 @@ impl Coordinator {
             })?)?;
         let text = std::str::from_utf8(data)
             .map_err(|e| CoordError::InvalidValue(format!("invalid UTF-8 in COPY data: {e}")))?;
-        let records = match plan.format {
-            CopyFormat::Text => parse_text(text, plan.delimiter, &plan.null)?,
-            CopyFormat::Csv => parse_csv(text, plan.delimiter, &plan.null)?,
+        let text = before_end_marker(text);
+        let records = match plan.options.format {
+            CopyFormat::Text => parse_text(text, plan.options.delimiter, &plan.options.null)?,
+            CopyFormat::Csv => parse_csv(text, plan.options.delimiter, &plan.options.null)?,
         };
-        let records = if plan.header {
+        let records = if plan.options.header {
             records.into_iter().skip(1).collect()
         } else {
             records
@@ -167,6 +217,19 @@ impl Coordinator {
 }
 
 /// Parses text-format COPY data into records of optional field values.
+/// The data before a line `\.`, which ends COPY data (in both formats).
+fn before_end_marker(text: &str) -> &str {
+    if text.starts_with("\\.\n") || text.starts_with("\\.\r\n") || text == "\\." {
+        return "";
+    }
+    match text.find("\n\\.\n").or_else(|| text.find("\n\\.\r\n")) {
+        Some(at) => &text[..at + 1],
+        None => text
+            .strip_suffix("\n\\.")
+            .map_or(text, |t| &text[..t.len() + 1]),
+    }
+}
+
 fn parse_text(
     text: &str,
     delimiter: char,

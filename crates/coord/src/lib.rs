@@ -15,6 +15,7 @@ mod comments;
 mod commit;
 mod coordinator;
 mod copy;
+mod copy_to;
 mod cursors;
 mod ddl;
 mod error;
@@ -39,7 +40,7 @@ mod write;
 
 pub use bind::{bind_parameters, StatementDesc};
 pub use coordinator::{parse, CoordConfig, Coordinator};
-pub use copy::CopyFormat;
+pub use copy::{CopyFormat, CopyOptions};
 pub use error::CoordError;
 pub use response::ExecuteResponse;
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};

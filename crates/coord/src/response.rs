@@ -1,7 +1,7 @@
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::copy::CopyFormat;
+use crate::copy::{CopyFormat, CopyOptions};
 
 /// What executing one statement produced.
 #[derive(Debug)]
@@ -21,6 +21,15 @@ pub enum ExecuteResponse {
         columns: usize,
         /// The data format.
         format: CopyFormat,
+    },
+    /// Rows to send as COPY data (COPY … TO STDOUT).
+    CopyOut {
+        /// Column names and types.
+        schema: SchemaRef,
+        /// The rows.
+        batches: Vec<RecordBatch>,
+        /// How to lay them out.
+        options: CopyOptions,
     },
     /// Rows fetched from a cursor (completion tag `FETCH n`).
     Fetched {

@@ -149,6 +149,19 @@ fn to_response(
         ExecuteResponse::Rows { schema, batches } => {
             Response::Query(query_response(&schema, &batches, format)?)
         }
+        ExecuteResponse::CopyOut {
+            schema,
+            batches,
+            options,
+        } => {
+            let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            let data = crate::copy_out::copy_data(&names, &batches, &options)?;
+            Response::CopyOut(CopyResponse::new(
+                0,
+                names.len(),
+                stream::iter(data.into_iter().map(Ok)),
+            ))
+        }
         ExecuteResponse::Fetched { schema, batches } => {
             let mut response = query_response(&schema, &batches, format)?;
             response.set_command_tag("FETCH");

@@ -7,6 +7,7 @@
 //! This crate knows nothing of planning, dataflows or storage.
 
 mod connection;
+mod copy_out;
 mod params;
 mod rows;
 mod simple_query;
