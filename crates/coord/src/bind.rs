@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, SchemaRef};
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, Expr, Statement, Value, ValueWithSpan,
 };
@@ -26,11 +26,15 @@ use crate::session::{PendingWrites, Session};
 /// What a client learns from Describe: parameter types and result columns.
 #[derive(Clone, Debug)]
 pub struct StatementDesc {
-    /// One type per `$n` parameter, in order.
-    pub parameters: Vec<DataType>,
+    /// One field per `$n` parameter, in order: its Arrow type, and in its metadata the
+    /// Postgres type where Arrow's would lose it (`uuid`, `jsonb`, `varchar`).
+    pub parameters: Vec<FieldRef>,
     /// The result columns, if the statement returns rows.
     pub columns: Option<SchemaRef>,
 }
+
+/// The fields planning inferred for the `$n` placeholders, by name.
+type ParameterFields = HashMap<String, Option<FieldRef>>;
 
 /// The highest `$n` in the statement.
 fn parameter_count(statement: &Statement) -> usize {
@@ -86,7 +90,11 @@ pub fn bind_parameters(
     });
     match failure {
         Some(e) => Err(e),
-        None => Ok(bound),
+        None => {
+            // Bound values are literals now: spell them as DataFusion reads them.
+            crate::postgres_literals::normalize_literals(&mut bound);
+            Ok(bound)
+        }
     }
 }
 
@@ -181,11 +189,15 @@ impl Coordinator {
         &self,
         session: &mut Session,
         statement: &Statement,
-        declared: &[Option<DataType>],
+        declared: &[Option<FieldRef>],
     ) -> Result<StatementDesc, CoordError> {
         session.check_not_failed(statement)?;
         let mut statement = self.prepare(session, statement.clone());
-        type_declared_parameters(&mut statement, declared)?;
+        let declared_types: Vec<Option<DataType>> = declared
+            .iter()
+            .map(|f| f.as_ref().map(|f| f.data_type().clone()))
+            .collect();
+        type_declared_parameters(&mut statement, &declared_types)?;
         let count = parameter_count(&statement).max(declared.len());
         let (inferred, columns) = self.infer(session, &statement).await?;
         let parameters = (0..count)
@@ -195,7 +207,7 @@ impl Coordinator {
                     .cloned()
                     .flatten()
                     .or_else(|| inferred.get(&format!("${}", i + 1)).cloned().flatten())
-                    .unwrap_or(DataType::Utf8)
+                    .unwrap_or_else(|| Arc::new(Field::new("", DataType::Utf8, true)))
             })
             .collect();
         Ok(StatementDesc {
@@ -208,8 +220,8 @@ impl Coordinator {
         &self,
         session: &mut Session,
         statement: &Statement,
-    ) -> Result<(HashMap<String, Option<DataType>>, Option<SchemaRef>), CoordError> {
-        let plan_types = |plan: &datafusion::logical_expr::LogicalPlan| plan.get_parameter_types();
+    ) -> Result<(ParameterFields, Option<SchemaRef>), CoordError> {
+        let plan_types = |plan: &datafusion::logical_expr::LogicalPlan| plan.get_parameter_fields();
         let context = self.query_context(session, &PendingWrites::default());
         match statement {
             Statement::Query(query) => {
@@ -265,11 +277,11 @@ impl Coordinator {
     async fn infer_rewritten(
         &self,
         query: &str,
-    ) -> Result<(HashMap<String, Option<DataType>>, Option<SchemaRef>), CoordError> {
+    ) -> Result<(ParameterFields, Option<SchemaRef>), CoordError> {
         let statement = parse(query)?
             .pop()
             .ok_or_else(|| CoordError::Internal("rewritten statement vanished".into()))?;
         let plan = self.plan_statement(&self.base_state, statement).await?;
-        Ok((plan.get_parameter_types()?, None))
+        Ok((plan.get_parameter_fields()?, None))
     }
 }

@@ -31,9 +31,10 @@ use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::params::{is_binary, parameter_text};
-use crate::rows::{arrow_type_of, data_rows, field_infos, wire_type_of};
+use crate::rows::{data_rows, field_infos, parameter_field_of, wire_type};
 use crate::simple_query;
 use crate::sqlstate::{error_info, to_pgwire};
+use repr::pg_type::pg_type_of_field;
 
 /// A statement prepared with Parse: the parsed statement and what Describe reports.
 #[derive(Clone, Debug)]
@@ -302,7 +303,7 @@ impl QueryParser for StatementParser {
         };
         let declared: Vec<_> = types
             .iter()
-            .map(|t| t.as_ref().and_then(arrow_type_of))
+            .map(|t| t.as_ref().and_then(parameter_field_of))
             .collect();
         let mut session = lock_session(&self.coord, &self.session, client).await;
         // An error while parsing fails the transaction block, as one while executing does.
@@ -321,7 +322,12 @@ impl QueryParser for StatementParser {
     }
 
     fn get_parameter_types(&self, prepared: &Prepared) -> PgWireResult<Vec<Type>> {
-        Ok(prepared.desc.parameters.iter().map(wire_type_of).collect())
+        Ok(prepared
+            .desc
+            .parameters
+            .iter()
+            .map(|f| wire_type(pg_type_of_field(f)))
+            .collect())
     }
 
     fn get_result_schema(
@@ -458,25 +464,21 @@ impl ExtendedQueryHandler for Connection {
     {
         let prepared = &portal.statement.statement;
         let mut values = Vec::with_capacity(prepared.desc.parameters.len());
-        for (index, data_type) in prepared.desc.parameters.iter().enumerate() {
+        for (index, field) in prepared.desc.parameters.iter().enumerate() {
             let value = match portal.parameters.get(index).cloned().flatten() {
                 None => None,
                 Some(bytes) => Some(
-                    parameter_text(
-                        &bytes,
-                        is_binary(&portal.parameter_format, index),
-                        data_type,
-                    )
-                    .map_err(|e| {
-                        PgWireError::UserError(Box::new(ErrorInfo::new(
-                            "ERROR".into(),
-                            "22P02".into(),
-                            e,
-                        )))
-                    })?,
+                    parameter_text(&bytes, is_binary(&portal.parameter_format, index), field)
+                        .map_err(|e| {
+                            PgWireError::UserError(Box::new(ErrorInfo::new(
+                                "ERROR".into(),
+                                "22P02".into(),
+                                e,
+                            )))
+                        })?,
                 ),
             };
-            values.push((value, data_type.clone()));
+            values.push((value, field.data_type().clone()));
         }
         let statement =
             coord::bind_parameters(&prepared.statement, &values).map_err(|e| to_pgwire(&e))?;

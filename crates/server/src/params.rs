@@ -1,7 +1,7 @@
 //! Bound parameter values: decoding the client's text or binary bytes into the text the
 //! coordinator binds (`CAST('<text>' AS <type>)`).
 
-use arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
+use arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
 use bytes::Bytes;
 use pgwire::api::portal::Format;
 
@@ -18,11 +18,46 @@ pub(crate) fn is_binary(format: &Format, index: usize) -> bool {
 }
 
 /// The text of one parameter value of type `data_type`.
-pub(crate) fn parameter_text(
-    bytes: &Bytes,
-    binary: bool,
-    data_type: &DataType,
-) -> Result<String, String> {
+pub(crate) fn parameter_text(bytes: &Bytes, binary: bool, field: &Field) -> Result<String, String> {
+    if binary {
+        match repr::pg_type::pg_type_of_field(field) {
+            repr::pg_type::UUID => return uuid_text(bytes),
+            // jsonb's binary form is a version byte (1) and the text.
+            repr::pg_type::JSONB => {
+                return match bytes.split_first() {
+                    Some((1, text)) => std::str::from_utf8(text)
+                        .map(str::to_string)
+                        .map_err(|e| format!("invalid UTF-8 in jsonb parameter: {e}")),
+                    _ => Err("unsupported jsonb binary version".into()),
+                }
+            }
+            _ => {}
+        }
+    }
+    value_text(bytes, binary, field.data_type())
+}
+
+/// The text of a 16-byte binary uuid.
+fn uuid_text(bytes: &[u8]) -> Result<String, String> {
+    if bytes.len() != 16 {
+        return Err(format!(
+            "binary uuid parameter has {} bytes, expected 16",
+            bytes.len()
+        ));
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// The text of a value of Arrow type `data_type`, from its text or binary wire form.
+fn value_text(bytes: &Bytes, binary: bool, data_type: &DataType) -> Result<String, String> {
     if !binary {
         return std::str::from_utf8(bytes)
             .map(str::to_string)
@@ -56,6 +91,11 @@ pub(crate) fn parameter_text(
             f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| "float8")?).to_string()
         }
         DataType::Decimal128(..) => numeric_text(bytes)?,
+        // bytea's text form: `\x` and the bytes in hex.
+        DataType::Binary | DataType::LargeBinary => {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            format!("\\x{hex}")
+        }
         DataType::Date32 => {
             let days = i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| "date")?);
             chrono::NaiveDate::from_num_days_from_ce_opt(days + 730_120)
@@ -110,7 +150,7 @@ fn array_text(bytes: &[u8], element: &DataType) -> Result<String, String> {
             continue;
         }
         let value = reader.take(size as usize)?;
-        let text = parameter_text(&Bytes::copy_from_slice(value), true, element)?;
+        let text = value_text(&Bytes::copy_from_slice(value), true, element)?;
         elements.push(repr::pg_array::quote_element(&text));
     }
     Ok(format!("{{{}}}", elements.join(",")))

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::{DataType, Field, SchemaRef};
+use arrow::datatypes::{DataType, Field, FieldRef, SchemaRef};
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::api::Type;
@@ -16,11 +16,6 @@ use crate::values::Cell;
 /// The pgwire type with this Postgres type's oid.
 pub(crate) fn wire_type(pg: PgType) -> Type {
     Type::from_oid(pg.oid).unwrap_or(Type::TEXT)
-}
-
-/// The Postgres type clients see for an Arrow type.
-pub(crate) fn wire_type_of(data_type: &DataType) -> Type {
-    wire_type(repr::pg_type::pg_type_of(data_type))
 }
 
 /// The Arrow type a parameter of this Postgres type binds as.
@@ -53,6 +48,22 @@ pub(crate) fn arrow_type_of(ty: &Type) -> Option<DataType> {
             _ => return None,
         },
     })
+}
+
+/// The field a parameter the client declared of type `ty` binds as (remembering the Postgres
+/// type where the Arrow type alone would not say it: `uuid`, `jsonb`, `varchar`).
+pub(crate) fn parameter_field_of(ty: &Type) -> Option<FieldRef> {
+    let data_type = arrow_type_of(ty)?;
+    let field = Field::new("", data_type.clone(), true);
+    let field = if repr::pg_type::pg_type_of(&data_type).oid == ty.oid() {
+        field
+    } else {
+        field.with_metadata(std::collections::HashMap::from([(
+            repr::pg_type::PG_TYPE_OID_KEY.to_string(),
+            ty.oid().to_string(),
+        )]))
+    };
+    Some(Arc::new(field))
 }
 
 fn field_info(field: &Field, format: FieldFormat) -> FieldInfo {

@@ -1,0 +1,208 @@
+//! tokio-postgres against Fluxion: prepared statements with a parameter and a result column of
+//! every type clients bind, all in binary, round-tripped through a table; parameter types
+//! inferred from the columns they meet; a statement prepared once and run many times.
+
+mod support;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use rust_decimal::Decimal;
+use support::TestServer;
+use tokio_postgres::types::{ToSql, Type};
+use uuid::Uuid;
+
+const CREATE: &str = "CREATE TABLE every_type (
+    id BIGINT PRIMARY KEY, small SMALLINT, whole INTEGER, big BIGINT, single REAL,
+    double DOUBLE PRECISION, exact NUMERIC(12,3), flag BOOLEAN, words TEXT, short VARCHAR(10),
+    bytes BYTEA, day DATE, at TIMESTAMP, at_tz TIMESTAMPTZ, id2 UUID, doc JSON, docb JSONB,
+    tags TEXT[], numbers BIGINT[])";
+
+struct Values {
+    small: i16,
+    whole: i32,
+    big: i64,
+    single: f32,
+    double: f64,
+    exact: Decimal,
+    flag: bool,
+    words: String,
+    short: String,
+    bytes: Vec<u8>,
+    day: NaiveDate,
+    at: NaiveDateTime,
+    at_tz: DateTime<Utc>,
+    id2: Uuid,
+    doc: serde_json::Value,
+    docb: serde_json::Value,
+    tags: Vec<Option<String>>,
+    numbers: Vec<i64>,
+}
+
+fn sample() -> Values {
+    Values {
+        small: -12,
+        whole: 1_234_567,
+        big: 9_000_000_000,
+        single: 1.5,
+        double: -2.25e10,
+        exact: Decimal::new(123_456_789, 3),
+        flag: true,
+        words: "héllo, \"world\"".into(),
+        short: "short".into(),
+        bytes: vec![0, 1, 254, 255],
+        day: NaiveDate::from_ymd_opt(2026, 12, 1).unwrap(),
+        at: NaiveDate::from_ymd_opt(1999, 12, 31)
+            .unwrap()
+            .and_hms_micro_opt(23, 59, 58, 123_456)
+            .unwrap(),
+        at_tz: DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678901Z")
+            .unwrap()
+            .with_timezone(&Utc),
+        id2: Uuid::parse_str("0f8fad5b-d9cb-469f-a165-70867728950e").unwrap(),
+        doc: serde_json::json!({"a": [1, 2, {"b": null}]}),
+        docb: serde_json::json!({"k": "v", "n": 1.5}),
+        tags: vec![Some("a".into()), None, Some("b c".into())],
+        numbers: vec![1, -2, 3],
+    }
+}
+
+#[tokio::test]
+async fn every_type_round_trips_as_binary_parameters_and_results() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(CREATE).await.expect("create");
+    let insert = client
+        .prepare("INSERT INTO every_type VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)")
+        .await
+        .expect("prepare the insert");
+    let expected_types = [
+        Type::INT8,
+        Type::INT2,
+        Type::INT4,
+        Type::INT8,
+        Type::FLOAT4,
+        Type::FLOAT8,
+        Type::NUMERIC,
+        Type::BOOL,
+        Type::TEXT,
+        Type::VARCHAR,
+        Type::BYTEA,
+        Type::DATE,
+        Type::TIMESTAMP,
+        Type::TIMESTAMPTZ,
+        Type::UUID,
+        Type::JSON,
+        Type::JSONB,
+        Type::TEXT_ARRAY,
+        Type::INT8_ARRAY,
+    ];
+    assert_eq!(insert.params(), &expected_types, "inferred parameter types");
+    let v = sample();
+    let params: [&(dyn ToSql + Sync); 19] = [
+        &1i64, &v.small, &v.whole, &v.big, &v.single, &v.double, &v.exact, &v.flag, &v.words,
+        &v.short, &v.bytes, &v.day, &v.at, &v.at_tz, &v.id2, &v.doc, &v.docb, &v.tags, &v.numbers,
+    ];
+    assert_eq!(client.execute(&insert, &params).await.expect("insert"), 1);
+
+    let select = client
+        .prepare("SELECT * FROM every_type WHERE id = $1")
+        .await
+        .expect("prepare the select");
+    assert_eq!(select.params(), &[Type::INT8]);
+    let result_types: Vec<Type> = select.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(result_types, expected_types, "result column types");
+    let row = client.query_one(&select, &[&1i64]).await.expect("select");
+    assert_eq!(row.get::<_, i16>("small"), v.small);
+    assert_eq!(row.get::<_, i32>("whole"), v.whole);
+    assert_eq!(row.get::<_, i64>("big"), v.big);
+    assert_eq!(row.get::<_, f32>("single"), v.single);
+    assert_eq!(row.get::<_, f64>("double"), v.double);
+    assert_eq!(row.get::<_, Decimal>("exact"), v.exact);
+    assert_eq!(row.get::<_, bool>("flag"), v.flag);
+    assert_eq!(row.get::<_, String>("words"), v.words);
+    assert_eq!(row.get::<_, String>("short"), v.short);
+    assert_eq!(row.get::<_, Vec<u8>>("bytes"), v.bytes);
+    assert_eq!(row.get::<_, NaiveDate>("day"), v.day);
+    assert_eq!(row.get::<_, NaiveDateTime>("at"), v.at);
+    assert_eq!(row.get::<_, DateTime<Utc>>("at_tz"), v.at_tz);
+    assert_eq!(row.get::<_, Uuid>("id2"), v.id2);
+    assert_eq!(row.get::<_, serde_json::Value>("doc"), v.doc);
+    assert_eq!(row.get::<_, serde_json::Value>("docb"), v.docb);
+    assert_eq!(row.get::<_, Vec<Option<String>>>("tags"), v.tags);
+    assert_eq!(row.get::<_, Vec<i64>>("numbers"), v.numbers);
+}
+
+#[tokio::test]
+async fn a_prepared_statement_runs_many_times_with_parameters_inferred_from_columns() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(CREATE).await.expect("create");
+    let insert = client
+        .prepare("INSERT INTO every_type (id, words, at_tz, exact) VALUES ($1, $2, $3, $4)")
+        .await
+        .expect("prepare");
+    assert_eq!(
+        insert.params(),
+        &[Type::INT8, Type::TEXT, Type::TIMESTAMPTZ, Type::NUMERIC]
+    );
+    let at = sample().at_tz;
+    for id in 0..50i64 {
+        let words = format!("row {id}");
+        let exact = Decimal::new(id * 1000 + 5, 3);
+        client
+            .execute(&insert, &[&id, &words, &at, &exact])
+            .await
+            .expect("insert");
+    }
+    let by_range = client
+        .prepare("SELECT count(*), sum(exact) FROM every_type WHERE id >= $1 AND words <> $2")
+        .await
+        .expect("prepare");
+    assert_eq!(by_range.params(), &[Type::INT8, Type::TEXT]);
+    let row = client
+        .query_one(&by_range, &[&40i64, &"row 45"])
+        .await
+        .expect("aggregate");
+    assert_eq!(row.get::<_, i64>(0), 9);
+    assert_eq!(
+        row.get::<_, Decimal>(1).normalize(),
+        Decimal::new(
+            40_005 + 41_005 + 42_005 + 43_005 + 44_005 + 46_005 + 47_005 + 48_005 + 49_005,
+            3
+        )
+        .normalize()
+    );
+}
+
+#[tokio::test]
+async fn null_parameters_and_results_of_every_type_are_null() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client.batch_execute(CREATE).await.expect("create");
+    client
+        .execute(
+            "INSERT INTO every_type (id, small, exact, at_tz, tags, docb) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &7i64,
+                &None::<i16>,
+                &None::<Decimal>,
+                &None::<DateTime<Utc>>,
+                &None::<Vec<String>>,
+                &None::<serde_json::Value>,
+            ],
+        )
+        .await
+        .expect("insert NULLs");
+    let row = client
+        .query_one(
+            "SELECT small, exact, at_tz, tags, docb, words FROM every_type WHERE id = $1",
+            &[&7i64],
+        )
+        .await
+        .expect("select");
+    assert_eq!(row.get::<_, Option<i16>>(0), None);
+    assert_eq!(row.get::<_, Option<Decimal>>(1), None);
+    assert_eq!(row.get::<_, Option<DateTime<Utc>>>(2), None);
+    assert_eq!(row.get::<_, Option<Vec<String>>>(3), None);
+    assert_eq!(row.get::<_, Option<serde_json::Value>>(4), None);
+    assert_eq!(row.get::<_, Option<String>>(5), None);
+}
