@@ -51,9 +51,13 @@ pub fn render(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
         Type::FLOAT4 => float4_text(bytes.f32()?),
         Type::FLOAT8 => float8_text(bytes.f64()?),
         Type::NUMERIC => numeric_text(&mut bytes)?,
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::JSON | Type::UNKNOWN => {
-            return Ok(std::str::from_utf8(raw)?.to_string())
-        }
+        Type::TEXT
+        | Type::VARCHAR
+        | Type::BPCHAR
+        | Type::NAME
+        | Type::CHAR
+        | Type::JSON
+        | Type::UNKNOWN => return Ok(std::str::from_utf8(raw)?.to_string()),
         Type::JSONB => return jsonb_text(raw),
         Type::BYTEA => return Ok(bytea_text(raw)),
         Type::UUID => return uuid_text(raw),

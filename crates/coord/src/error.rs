@@ -249,6 +249,13 @@ fn classify_message(message: &str) -> CoordError {
     } else if lower.contains("must be in group by") || lower.contains("must appear in the group by")
     {
         CoordError::GroupingError(rephrase_grouping_error(message))
+    } else if let Some((kind, name)) = missing_object(message) {
+        CoordError::UnknownObject { kind, name }
+    } else if lower.starts_with("unrecognized configuration parameter") {
+        CoordError::UnknownObject {
+            kind: "configuration parameter",
+            name: message.split('"').nth(1).unwrap_or_default().to_string(),
+        }
     } else if let Some(name) = missing_table(message) {
         CoordError::UnknownObject {
             kind: "relation",
@@ -275,6 +282,25 @@ fn classify_message(message: &str) -> CoordError {
     } else {
         CoordError::InvalidStatement(message.to_string())
     }
+}
+
+/// `relation "x" does not exist` (and the same of types, functions, schemas, roles), as
+/// Fluxion's own functions phrase it, → the kind and the name.
+fn missing_object(message: &str) -> Option<(&'static str, String)> {
+    let (kind, rest) = message.split_once(" \"")?;
+    let (name, tail) = rest.rsplit_once('"')?;
+    if tail != " does not exist" {
+        return None;
+    }
+    let kind = match kind {
+        "relation" => "relation",
+        "type" => "type",
+        "function" => "function",
+        "schema" => "schema",
+        "role" => "role",
+        _ => return None,
+    };
+    Some((kind, name.to_string()))
 }
 
 /// `table 'fluxion.public.x' not found` → `x`.

@@ -12,6 +12,9 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
             ..
         } => "42P01",
         CoordError::UnknownObject { kind: "type", .. } => "42704",
+        CoordError::UnknownObject {
+            kind: "function", ..
+        } => "42883",
         CoordError::UnknownObject { kind: "schema", .. } => "3F000",
         CoordError::UnknownObject { kind: "cursor", .. } => "34000",
         CoordError::UnknownObject {
