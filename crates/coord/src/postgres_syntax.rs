@@ -93,7 +93,7 @@ fn sort_by_subqueries(query: &mut Query) {
         hidden.push(ObjectName::from(vec![Ident::with_quote('"', name.clone())]));
         outer_order.push(ast::OrderByExpr {
             expr: Expr::Identifier(Ident::with_quote('"', name)),
-            options: key.options.clone(),
+            options: key.options,
             with_fill: None,
         });
     }

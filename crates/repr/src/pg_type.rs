@@ -155,9 +155,14 @@ pub fn pg_type_of_field(field: &Field) -> PgType {
         .get(PG_TYPE_OID_KEY)
         .and_then(|oid| oid.parse().ok())
     {
-        if let Some(pg) = pg_type_by_oid(oid) {
-            return pg;
-        }
+        // Types Fluxion only shows in catalog columns (`pg_ndistinct`, …) are still reported
+        // by their oid.
+        return pg_type_by_oid(oid).unwrap_or(PgType {
+            oid,
+            name: "",
+            len: -1,
+            array_oid: 0,
+        });
     }
     match field.metadata().get(DECLARED_TYPE_KEY).map(String::as_str) {
         Some(declared)

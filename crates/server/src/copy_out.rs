@@ -7,7 +7,7 @@ use coord::{CopyFormat, CopyOptions};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::CopyData;
 
-use crate::values::text_value;
+use crate::values::{text_value, Cell};
 
 /// The COPY data messages of `batches`, after a header line when the options ask for one.
 pub(crate) fn copy_data(
@@ -30,7 +30,7 @@ pub(crate) fn copy_data(
                 if i > 0 {
                     line.push(options.delimiter);
                 }
-                if column.is_null(row) {
+                if (Cell { array: column, row }).is_null() {
                     line.push_str(&options.null);
                     continue;
                 }

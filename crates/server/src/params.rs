@@ -31,10 +31,30 @@ pub(crate) fn parameter_text(bytes: &Bytes, binary: bool, field: &Field) -> Resu
                     _ => Err("unsupported jsonb binary version".into()),
                 }
             }
+            // oid and the reg types travel as 4-byte unsigned integers (held as Int64).
+            pg if is_oid_like(pg.oid) => {
+                let bytes: [u8; 4] = bytes[..].try_into().map_err(|_| {
+                    format!(
+                        "binary {} parameter has {} bytes, expected 4",
+                        pg.name,
+                        bytes.len()
+                    )
+                })?;
+                return Ok(u32::from_be_bytes(bytes).to_string());
+            }
             _ => {}
         }
     }
     value_text(bytes, binary, field.data_type())
+}
+
+/// Whether a type's binary form is a 4-byte unsigned integer (`oid`, `xid`, `cid`, the reg
+/// types).
+fn is_oid_like(oid: u32) -> bool {
+    matches!(
+        oid,
+        24 | 26 | 28 | 29 | 2202..=2206 | 3734 | 3769 | 4089 | 4096 | 4191
+    )
 }
 
 /// The text of a 16-byte binary uuid.

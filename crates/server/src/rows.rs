@@ -13,9 +13,17 @@ use repr::pg_type::{pg_type_of_field, PgType};
 
 use crate::values::Cell;
 
-/// The pgwire type with this Postgres type's oid.
+/// The pgwire type with this Postgres type's oid (a type only catalog columns show, such as
+/// `pg_statistic[]`, keeps its oid too).
 pub(crate) fn wire_type(pg: PgType) -> Type {
-    Type::from_oid(pg.oid).unwrap_or(Type::TEXT)
+    Type::from_oid(pg.oid).unwrap_or_else(|| {
+        Type::new(
+            pg.name.to_string(),
+            pg.oid,
+            postgres_types::Kind::Simple,
+            "pg_catalog".to_string(),
+        )
+    })
 }
 
 /// The Arrow type a parameter of this Postgres type binds as.

@@ -34,9 +34,17 @@ pub(crate) struct Cell<'a> {
     pub row: usize,
 }
 
+impl Cell<'_> {
+    /// Whether the value is NULL (a column of Arrow's `Null` type holds only NULLs but has no
+    /// validity bitmap, so `Array::is_null` says no).
+    pub(crate) fn is_null(&self) -> bool {
+        self.array.data_type() == &DataType::Null || self.array.is_null(self.row)
+    }
+}
+
 impl ToSql for Cell<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        if self.array.is_null(self.row) {
+        if self.is_null() {
             return Ok(IsNull::Yes);
         }
         write_binary(self.array, self.row, ty, out)?;
@@ -57,7 +65,7 @@ impl ToSqlText for Cell<'_> {
         out: &mut BytesMut,
         _options: &FormatOptions,
     ) -> Result<IsNull, BoxError> {
-        if self.array.is_null(self.row) {
+        if self.is_null() {
             return Ok(IsNull::Yes);
         }
         let text = if is_vector(ty) {

@@ -79,6 +79,7 @@ SELECT quote_ident(table_name) AS "table"
       WHERE quote_ident(table_schema) = 'analytics'
       ORDER BY 1
 -- next
+-- same rows as PostgreSQL
 -- column picker and field types for table orders (getSchema('orders'), via fetchFields), public/app/plugins/datasource/grafana-postgresql-datasource/postgresMetaQuery.ts@12f912ab8d01
 SELECT quote_ident(column_name) AS "column", data_type AS "type"
     FROM information_schema.columns
@@ -122,6 +123,7 @@ SELECT quote_ident(column_name) AS "column", data_type AS "type"
           )
       END
 -- next
+-- same rows as PostgreSQL
 -- column picker for the view big_orders (getSchema('big_orders')), public/app/plugins/datasource/grafana-postgresql-datasource/postgresMetaQuery.ts@12f912ab8d01
 SELECT quote_ident(column_name) AS "column", data_type AS "type"
     FROM information_schema.columns
