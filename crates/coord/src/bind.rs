@@ -57,6 +57,18 @@ fn parameter_count(statement: &Statement) -> usize {
 
 /// Replaces every `$n` by the n-th value, cast to its type (`None` is NULL).
 pub fn bind_parameters(
+    statement: &crate::Statement,
+    values: &[(Option<String>, DataType)],
+) -> Result<crate::Statement, CoordError> {
+    match statement {
+        crate::Statement::Sql(statement) => {
+            bind_sql_parameters(statement, values).map(crate::Statement::Sql)
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn bind_sql_parameters(
     statement: &Statement,
     values: &[(Option<String>, DataType)],
 ) -> Result<Statement, CoordError> {
@@ -188,10 +200,16 @@ impl Coordinator {
     pub async fn describe(
         &self,
         session: &mut Session,
-        statement: &Statement,
+        statement: &crate::Statement,
         declared: &[Option<FieldRef>],
     ) -> Result<StatementDesc, CoordError> {
         session.check_not_failed(statement)?;
+        let crate::Statement::Sql(statement) = statement else {
+            return Ok(StatementDesc {
+                parameters: Vec::new(),
+                columns: None,
+            });
+        };
         let mut statement = self.prepare(session, statement.clone());
         let declared_types: Vec<Option<DataType>> = declared
             .iter()
@@ -266,7 +284,10 @@ impl Coordinator {
             | Statement::ShowTables { .. }
             | Statement::ShowViews { .. }
             | Statement::ShowCreate { .. }
-            | Statement::Explain { .. } => match self.execute(session, statement.clone()).await? {
+            | Statement::Explain { .. } => match self
+                .execute(session, crate::Statement::Sql(statement.clone()))
+                .await?
+            {
                 ExecuteResponse::Rows { schema, .. } => Ok((HashMap::new(), Some(schema))),
                 _ => Ok((HashMap::new(), None)),
             },

@@ -237,11 +237,15 @@ pub(crate) struct CatalogProviderImpl {
 }
 
 impl CatalogProviderImpl {
-    pub fn new(catalog: Arc<RwLock<Catalog>>, compute: Arc<compute::ComputeController>) -> Self {
+    pub fn new(
+        catalog: Arc<RwLock<Catalog>>,
+        compute: Arc<compute::ComputeController>,
+        sources: Arc<crate::sources::SourceRegistry>,
+    ) -> Self {
         Self {
             pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),
             information_schema: crate::system_catalog::information_schema(catalog.clone()),
-            system: Arc::new(SystemSchema::new(catalog.clone(), compute)),
+            system: Arc::new(SystemSchema::new(catalog.clone(), compute, sources)),
             catalog,
         }
     }

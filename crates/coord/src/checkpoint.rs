@@ -64,8 +64,9 @@ impl Coordinator {
                 },
             ));
         }
+        let positions = self.sources.positions();
         let this = self.arc()?;
-        tokio::task::spawn_blocking(move || this.wal.checkpoint(time, snapshot))
+        tokio::task::spawn_blocking(move || this.wal.checkpoint(time, snapshot, positions))
             .await
             .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;
         self.rows_since_checkpoint.store(0, Ordering::Relaxed);

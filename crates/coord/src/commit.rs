@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use datafusion::arrow::array::RecordBatch;
 use repr::{ChangeBatch, Diff, GlobalId, Row, Timestamp};
 use storage::WalRecord;
 use tokio::sync::OwnedMutexGuard;
@@ -121,12 +122,27 @@ impl Coordinator {
         if changes.is_empty() {
             return Ok(None);
         }
+        self.commit_changes(changes, appends, Vec::new())
+            .await
+            .map(Some)
+    }
+
+    /// Logs `changes` (each a collection's rows and diffs) and the sources' `progress` at a
+    /// new timestamp, then applies `appends` (the same changes as arrangement updates) to
+    /// compute at that time. The caller holds the sequencer.
+    pub(crate) async fn commit_changes(
+        &self,
+        changes: Vec<(GlobalId, RecordBatch, Vec<Diff>)>,
+        appends: Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
+        progress: Vec<(GlobalId, String)>,
+    ) -> Result<Timestamp, CoordError> {
         let allocation = self.oracle.allocate();
         if let Some(high_water) = allocation.persist_high_water {
             self.durable.advance_timestamp_high_water(high_water)?;
         }
         let time = allocation.time;
         let record = WalRecord {
+            progress,
             time,
             changes: changes
                 .into_iter()
@@ -147,6 +163,6 @@ impl Coordinator {
         let since = self.holds.earliest().unwrap_or(time).min(time);
         self.compute.allow_compaction(since);
         self.note_logged_rows(logged_rows as u64);
-        Ok(Some(time))
+        Ok(time)
     }
 }

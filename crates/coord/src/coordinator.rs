@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use compute::ComputeController;
 use datafusion::execution::context::SessionState;
-use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
+use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use repr::{GlobalId, Timestamp};
@@ -52,6 +52,8 @@ pub struct Coordinator {
     pub(crate) checkpointing: AtomicBool,
     /// Rows logged after which a checkpoint starts.
     pub(crate) checkpoint_after_rows: u64,
+    /// The sources: their positions, statistics and stop flags.
+    pub(crate) sources: Arc<crate::sources::SourceRegistry>,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
 }
@@ -60,7 +62,7 @@ pub struct Coordinator {
 ///
 /// Literals are normalized to spellings DataFusion's parsers accept (see
 /// [`crate::postgres_literals`]).
-pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
+pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .map_err(|e| CoordError::Syntax(e.to_string()))?;
     for statement in &mut statements {
@@ -78,9 +80,11 @@ impl Coordinator {
         let (wal, records) = storage::Wal::open(&config.data_dir.join("wal"))?;
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
+        let sources = Arc::new(crate::sources::SourceRegistry::default());
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             compute.clone(),
+            sources.clone(),
         )));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
@@ -98,6 +102,7 @@ impl Coordinator {
             rows_since_checkpoint: AtomicU64::new(0),
             checkpointing: AtomicBool::new(false),
             checkpoint_after_rows: config.checkpoint_after_rows,
+            sources,
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));
@@ -124,8 +129,9 @@ impl Coordinator {
         Session::new(user, backend_pid, startup)
     }
 
-    /// Stops the compute workers.
+    /// Stops the sources and the compute workers.
     pub fn shutdown(&self) {
+        self.sources.stop_all();
         self.compute.shutdown();
     }
 
@@ -133,11 +139,17 @@ impl Coordinator {
     pub async fn execute(
         &self,
         session: &mut Session,
-        statement: Statement,
+        statement: crate::Statement,
     ) -> Result<ExecuteResponse, CoordError> {
         session.check_not_failed(&statement)?;
-        let statement = self.prepare(session, statement);
-        let result = self.dispatch(session, statement).await;
+        let result = match statement {
+            crate::Statement::Sql(statement) => {
+                let statement = self.prepare(session, statement);
+                self.dispatch(session, statement).await
+            }
+            crate::Statement::CreateSource(create) => self.create_source(session, create).await,
+            crate::Statement::DropSource(drop) => self.drop_source(session, drop).await,
+        };
         if result.is_err() {
             session.fail_transaction();
         }
@@ -229,17 +241,5 @@ impl Coordinator {
         };
         rewrite_postgres_syntax(&mut statement, target, &is_aggregate);
         statement
-    }
-
-    /// The word for an object type in messages.
-    pub(crate) fn object_type_name(object_type: ObjectType) -> &'static str {
-        match object_type {
-            ObjectType::Table => "table",
-            ObjectType::View => "view",
-            ObjectType::MaterializedView => "materialized view",
-            ObjectType::Index => "index",
-            ObjectType::Schema => "schema",
-            _ => "object",
-        }
     }
 }

@@ -69,23 +69,33 @@ impl Coordinator {
         let create_sql = Statement::CreateTable(create.clone()).to_string();
         let planned = self.plan_table(&create)?;
         let _sequencer = self.sequencer.lock().await;
-        if self.exists(
+        self.record_table(
             session,
-            &planned.schema,
-            &planned.name,
-            create.if_not_exists,
-        )? {
-            return Ok(ExecuteResponse::command("CREATE TABLE"));
-        }
-        let id = self.record_item(
-            &planned.schema,
-            &planned.name,
             ItemKind::Table,
             &create_sql,
-            Vec::new(),
+            planned,
+            create.if_not_exists,
         )?;
-        self.install_table(id, &create_sql, planned, self.oracle.read_time() + 1)?;
         Ok(ExecuteResponse::command("CREATE TABLE"))
+    }
+
+    /// Records and installs a planned table or source (`kind`) unless its name is taken
+    /// (with `if_not_exists`, a notice); returns its id if it was created. The caller holds
+    /// the sequencer.
+    pub(crate) fn record_table(
+        &self,
+        session: &mut Session,
+        kind: ItemKind,
+        create_sql: &str,
+        planned: PlannedTable,
+        if_not_exists: bool,
+    ) -> Result<Option<GlobalId>, CoordError> {
+        if self.exists(session, &planned.schema, &planned.name, if_not_exists)? {
+            return Ok(None);
+        }
+        let id = self.record_item(&planned.schema, &planned.name, kind, create_sql, Vec::new())?;
+        self.install_table(id, kind, create_sql, planned, self.oracle.read_time() + 1)?;
+        Ok(Some(id))
     }
 
     pub(crate) async fn create_view(
@@ -235,7 +245,7 @@ impl Coordinator {
 
     /// Whether `name` is taken in `schema`; with IF NOT EXISTS that is a notice, otherwise an
     /// error.
-    fn exists(
+    pub(crate) fn exists(
         &self,
         session: &mut Session,
         schema: &str,
@@ -399,9 +409,12 @@ impl Coordinator {
         })
     }
 
+    /// Makes a table (or a source: `kind`) readable and writable: its codecs, its input and
+    /// arrangement in compute, its catalog entry.
     pub(crate) fn install_table(
         &self,
         id: GlobalId,
+        kind: ItemKind,
         create_sql: &str,
         planned: PlannedTable,
         upper: Timestamp,
@@ -429,7 +442,7 @@ impl Coordinator {
                 id,
                 name: planned.name,
                 schema: planned.schema,
-                kind: ItemKind::Table,
+                kind,
                 create_sql: create_sql.to_string(),
                 depends_on: Vec::new(),
                 details: ItemDetails::Relation(Arc::new(table)),
@@ -680,16 +693,39 @@ impl Coordinator {
         names: Vec<ObjectName>,
         cascade: bool,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (expected_kind, expected) = match object_type {
-            ObjectType::Table => (ItemKind::Table, "a table"),
-            ObjectType::View => (ItemKind::View, "a view"),
-            ObjectType::MaterializedView => (ItemKind::MaterializedView, "a materialized view"),
-            ObjectType::Index => (ItemKind::Index, "an index"),
-            ObjectType::Schema => (ItemKind::Schema, "a schema"),
+        let expected_kind = match object_type {
+            ObjectType::Table => ItemKind::Table,
+            ObjectType::View => ItemKind::View,
+            ObjectType::MaterializedView => ItemKind::MaterializedView,
+            ObjectType::Index => ItemKind::Index,
+            ObjectType::Schema => ItemKind::Schema,
             other => return Err(CoordError::Unsupported(format!("DROP {other}"))),
         };
+        self.drop_items(session, expected_kind, if_exists, names, cascade)
+            .await
+    }
+
+    /// Drops the items of kind `expected_kind` named `names` (and, with `cascade`, what
+    /// depends on them).
+    pub(crate) async fn drop_items(
+        &self,
+        session: &mut Session,
+        expected_kind: ItemKind,
+        if_exists: bool,
+        names: Vec<ObjectName>,
+        cascade: bool,
+    ) -> Result<ExecuteResponse, CoordError> {
         let search_path = session.search_path();
-        let type_name = Coordinator::object_type_name(object_type);
+        let type_name = kind_name(expected_kind);
+        let expected = match expected_kind {
+            ItemKind::Table => "a table",
+            ItemKind::View => "a view",
+            ItemKind::MaterializedView => "a materialized view",
+            ItemKind::Index => "an index",
+            ItemKind::Source => "a source",
+            ItemKind::Sink => "a sink",
+            ItemKind::Schema => "a schema",
+        };
         let tag = format!("DROP {}", type_name.to_uppercase());
         let _sequencer = self.sequencer.lock().await;
         let mut to_drop: Vec<GlobalId> = Vec::new();
@@ -781,9 +817,12 @@ impl Coordinator {
         if let ItemDetails::Index { on, .. } = item.details {
             catalog.remove_lookup(on, id);
         }
+        if item.kind == ItemKind::Source {
+            self.stop_source(id);
+        }
         if matches!(
             item.kind,
-            ItemKind::Table | ItemKind::MaterializedView | ItemKind::Index
+            ItemKind::Table | ItemKind::Source | ItemKind::MaterializedView | ItemKind::Index
         ) {
             self.compute.drop_collection(id);
         }

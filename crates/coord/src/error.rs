@@ -125,6 +125,9 @@ pub enum CoordError {
     /// The statement is wrong in some other way (bad argument, misuse).
     #[error("{0}")]
     InvalidStatement(String),
+    /// A source's connector refused its options or columns.
+    #[error("{0}")]
+    InvalidSourceOption(String),
     /// The durable log or catalog failed.
     #[error("storage error: {0}")]
     Storage(String),

@@ -31,6 +31,9 @@ mod recovery;
 mod response;
 mod session;
 mod show;
+mod source_statements;
+mod sources;
+mod statement;
 mod statement_checks;
 mod system_catalog;
 mod table_rows;
@@ -39,7 +42,7 @@ mod transactions;
 mod write;
 
 pub use bind::{bind_parameters, StatementDesc};
-pub use coordinator::{parse, CoordConfig, Coordinator};
+pub use coordinator::{CoordConfig, Coordinator};
 pub use copy::{CopyFormat, CopyOptions};
 pub use error::CoordError;
 pub use response::ExecuteResponse;
@@ -51,7 +54,9 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
     Session::new(user, 0, startup).reported_settings()
 }
 
-pub use datafusion::sql::sqlparser::ast::Statement;
+pub use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
+pub use source_statements::{CreateSource, DropSource};
+pub use statement::{parse, Statement};
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
 pub const SERVER_VERSION: &str = "15.8";

@@ -20,6 +20,11 @@ pub(crate) const INFORMATION_SCHEMA_NAMESPACE: u32 = 13_207;
 pub(crate) const FLUXION_CATALOG_NAMESPACE: u32 = 16_000;
 /// The database (`pg_database.oid`).
 pub(crate) const DATABASE_OID: u32 = 16_383;
+/// The foreign-data wrapper every source belongs to (`pg_foreign_data_wrapper`: `fluxion`).
+pub(crate) const SOURCE_WRAPPER_OID: u32 = 15_998;
+/// The foreign server every source belongs to (`pg_foreign_server`: `fluxion`), so clients
+/// that describe foreign tables (psql's `\d`) find one.
+pub(crate) const SOURCE_SERVER_OID: u32 = 15_999;
 /// The one role (`pg_roles.oid`), the owner of everything.
 pub(crate) const ROLE_OID: u32 = 10;
 /// Postgres's first OID for user objects.

@@ -812,7 +812,12 @@ fn array_literal(text: &str) -> Expr {
 fn is_table_function(name: &str) -> bool {
     matches!(
         name,
-        "generate_series" | "range" | "unnest" | "generate_subscripts" | "pg_get_keywords"
+        "generate_series"
+            | "range"
+            | "unnest"
+            | "generate_subscripts"
+            | "pg_get_keywords"
+            | "pg_options_to_table"
     )
 }
 

@@ -103,6 +103,10 @@ fn register_functions(state: &mut SessionState, env: &FunctionEnv) {
     }
     let _ = state.register_udaf(Arc::new(pg_functions::single_value_udaf()));
     state.register_udtf("pg_get_keywords", Arc::new(KeywordsFunction));
+    state.register_udtf(
+        "pg_options_to_table",
+        Arc::new(pg_functions::OptionsToTableFunction),
+    );
 }
 
 impl QueryContext {

@@ -3,7 +3,9 @@
 //! Tables come first and get their logged writes back at the times they were committed;
 //! then views, materialized views and indexes are planned from their stored SQL in creation
 //! order (an item only depends on items created before it), and their dataflows catch up
-//! from the tables' arrangements. Reads are admitted once every dataflow has caught up.
+//! from the tables' arrangements. Sources are installed with the tables; once every
+//! dataflow has caught up, each source's connector resumes after the last position the log
+//! holds for it. Reads are admitted once every dataflow has caught up.
 
 use std::time::Instant;
 
@@ -36,16 +38,33 @@ impl Coordinator {
                 )));
             };
             let planned = self.plan_table(&create)?;
-            self.install_table(item.id, &item.create_sql, planned, 0)?;
+            self.install_table(item.id, ItemKind::Table, &item.create_sql, planned, 0)?;
             tables += 1;
+        }
+        let mut sources = Vec::new();
+        for item in items.iter().filter(|i| i.kind == ItemKind::Source) {
+            let Some(crate::Statement::CreateSource(create)) =
+                crate::statement::parse(&item.create_sql)?.pop()
+            else {
+                return Err(CoordError::Internal(format!(
+                    "stored SQL of {} is not CREATE SOURCE",
+                    item.name
+                )));
+            };
+            let planned = self.plan_source(&create)?;
+            self.install_table(item.id, ItemKind::Source, &item.create_sql, planned, 0)?;
+            sources.push((item.id, create));
         }
         let replayed = self.replay(&records)?;
         self.compute.advance_inputs(floor + 1);
         self.oracle.mark_committed(floor);
         let mut dataflows: Vec<GlobalId> = Vec::new();
-        let derived = items
-            .iter()
-            .filter(|i| !matches!(i.kind, ItemKind::Table | ItemKind::Schema));
+        let derived = items.iter().filter(|i| {
+            !matches!(
+                i.kind,
+                ItemKind::Table | ItemKind::Source | ItemKind::Schema
+            )
+        });
         for item in derived {
             let statement = parse(&item.create_sql)?.pop().ok_or_else(|| {
                 CoordError::Internal(format!("stored SQL of {} is empty", item.name))
@@ -80,8 +99,20 @@ impl Coordinator {
         }
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);
+        let mut positions = std::collections::HashMap::new();
+        for record in &records {
+            positions.extend(record.progress.iter().cloned());
+        }
+        for (id, create) in &sources {
+            let resume = positions.remove(id);
+            tracing::info!(source = %create.name, position = ?resume, "resuming source");
+            if let Err(e) = self.start_source(*id, create, resume) {
+                tracing::error!(source = %create.name, error = %e, "source could not be resumed");
+            }
+        }
         tracing::info!(
             tables,
+            sources = sources.len(),
             dataflows = dataflows.len(),
             log_records = records.len(),
             replayed_rows = replayed,

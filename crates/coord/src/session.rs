@@ -242,10 +242,10 @@ impl Session {
     }
 
     /// Refuses every statement but ROLLBACK (to a savepoint) and COMMIT in a failed block.
-    pub(crate) fn check_not_failed(&self, statement: &Statement) -> Result<(), CoordError> {
+    pub(crate) fn check_not_failed(&self, statement: &crate::Statement) -> Result<(), CoordError> {
         let ends_block = matches!(
             statement,
-            Statement::Rollback { .. } | Statement::Commit { .. }
+            crate::Statement::Sql(Statement::Rollback { .. } | Statement::Commit { .. })
         );
         match self.transaction {
             Transaction::Failed(_) if !ends_block => Err(CoordError::InFailedTransaction),

@@ -135,6 +135,7 @@ impl Coordinator {
             "views" => Ok(self.list(ItemKind::View)),
             "materialized views" => Ok(self.list(ItemKind::MaterializedView)),
             "indexes" => Ok(self.list(ItemKind::Index)),
+            "sources" => Ok(self.list(ItemKind::Source)),
             "all" => Ok(text_rows(
                 &["name", "setting"],
                 session

@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use coord::{Coordinator, ExecuteResponse, Session, Statement, StatementDesc};
+use coord::{Coordinator, ExecuteResponse, Session, SqlStatement, Statement, StatementDesc};
 use futures::future::{select, Either};
 use futures::{stream, Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
@@ -52,11 +52,13 @@ enum TransactionEffect {
 
 fn transaction_effect(statement: &Statement) -> TransactionEffect {
     match statement {
-        Statement::StartTransaction { .. } => TransactionEffect::Begin,
-        Statement::Commit { .. }
-        | Statement::Rollback {
-            savepoint: None, ..
-        } => TransactionEffect::End,
+        Statement::Sql(SqlStatement::StartTransaction { .. }) => TransactionEffect::Begin,
+        Statement::Sql(
+            SqlStatement::Commit { .. }
+            | SqlStatement::Rollback {
+                savepoint: None, ..
+            },
+        ) => TransactionEffect::End,
         _ => TransactionEffect::None,
     }
 }

@@ -51,6 +51,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::NoSchemaSelected => "3F000",
         CoordError::SerializationFailure(_) => "40001",
         CoordError::InvalidStatement(_) => "42000",
+        CoordError::InvalidSourceOption(_) => "22023",
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",
     }

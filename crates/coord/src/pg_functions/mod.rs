@@ -11,6 +11,7 @@
 mod arrays;
 mod catalog_info;
 mod keywords;
+mod options_to_table;
 mod reg_types;
 mod session_functions;
 mod single_value;
@@ -31,6 +32,7 @@ use crate::catalog::{read, Catalog};
 use crate::system_catalog::{CatalogSnapshot, SessionInfo};
 
 pub(crate) use keywords::KeywordsFunction;
+pub(crate) use options_to_table::OptionsToTableFunction;
 pub(crate) use reg_types::{reg_type_display_name, RegKind};
 pub(crate) use single_value::{single_value_udaf, SINGLE_VALUE};
 

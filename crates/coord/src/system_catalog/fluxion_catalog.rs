@@ -4,17 +4,45 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use compute::ComputeController;
-use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::{
+    Float64Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
 
 use crate::catalog::Catalog;
+use crate::sources::SourceRegistry;
 
 /// The relations of `fluxion_catalog` and their columns.
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
-    vec![("view_errors", view_errors_schema())]
+    vec![
+        ("view_errors", view_errors_schema()),
+        ("source_stats", source_stats_schema()),
+    ]
+}
+
+/// `source_stats`: one row per source.
+fn source_stats_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("source_name", DataType::Utf8, false),
+        Field::new("connector", DataType::Utf8, false),
+        Field::new("status", DataType::Utf8, false),
+        Field::new("rows", DataType::UInt64, false),
+        Field::new("bytes", DataType::UInt64, false),
+        Field::new("errors", DataType::UInt64, false),
+        Field::new("batches", DataType::UInt64, false),
+        Field::new("position", DataType::Utf8, true),
+        Field::new("rows_per_second", DataType::Float64, false),
+        Field::new("last_error", DataType::Utf8, true),
+        Field::new(
+            "last_batch_at",
+            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
+            true,
+        ),
+    ]))
 }
 
 /// `view_errors (view_name, rows_left_out, failures, last_error)`.
@@ -32,11 +60,75 @@ fn view_errors_schema() -> SchemaRef {
 pub(crate) struct SystemSchema {
     catalog: Arc<RwLock<Catalog>>,
     compute: Arc<ComputeController>,
+    sources: Arc<SourceRegistry>,
 }
 
 impl SystemSchema {
-    pub fn new(catalog: Arc<RwLock<Catalog>>, compute: Arc<ComputeController>) -> Self {
-        Self { catalog, compute }
+    pub fn new(
+        catalog: Arc<RwLock<Catalog>>,
+        compute: Arc<ComputeController>,
+        sources: Arc<SourceRegistry>,
+    ) -> Self {
+        Self {
+            catalog,
+            compute,
+            sources,
+        }
+    }
+
+    /// `source_stats`: rows, bytes, errors and batches each source has made durable (counted
+    /// since this server started), its position, status, and rows/s over the last seconds.
+    fn source_stats(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = source_stats_schema();
+        let stats = self.sources.snapshot();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let names: Vec<(String, String)> = stats
+            .iter()
+            .map(|(id, _)| match catalog.get(*id) {
+                Some(item) => (item.schema.clone(), item.name.clone()),
+                None => (String::new(), id.to_string()),
+            })
+            .collect();
+        let column = |f: &dyn Fn(&crate::sources::SourceStats) -> u64| {
+            Arc::new(UInt64Array::from_iter_values(
+                stats.iter().map(|(_, s)| f(s)),
+            ))
+        };
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.0))),
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.1))),
+                Arc::new(StringArray::from_iter_values(
+                    stats.iter().map(|(_, s)| &s.connector),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    stats.iter().map(|(_, s)| s.status),
+                )),
+                column(&|s| s.rows),
+                column(&|s| s.bytes),
+                column(&|s| s.errors),
+                column(&|s| s.batches),
+                Arc::new(StringArray::from_iter(
+                    stats.iter().map(|(_, s)| s.position.clone()),
+                )),
+                Arc::new(Float64Array::from_iter_values(
+                    stats.iter().map(|(_, s)| s.rows_per_second),
+                )),
+                Arc::new(StringArray::from_iter(
+                    stats.iter().map(|(_, s)| s.last_error.clone()),
+                )),
+                Arc::new(
+                    TimestampMicrosecondArray::from_iter(stats.iter().map(|(_, s)| {
+                        s.last_batch_at
+                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                            .map(|d| d.as_micros() as i64)
+                    }))
+                    .with_timezone("UTC"),
+                ),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
@@ -72,17 +164,21 @@ impl SystemSchema {
 #[async_trait]
 impl SchemaProvider for SystemSchema {
     fn table_names(&self) -> Vec<String> {
-        vec!["view_errors".to_string()]
+        relations()
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
         match name {
             "view_errors" => self.view_errors().map(Some),
+            "source_stats" => self.source_stats().map(Some),
             _ => Ok(None),
         }
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        name == "view_errors"
+        relations().iter().any(|(n, _)| *n == name)
     }
 }

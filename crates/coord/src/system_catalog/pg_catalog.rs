@@ -16,7 +16,7 @@ use super::rows::{RelationRows, Value};
 use super::snapshot::{CatalogSnapshot, Column, Relation};
 use super::types::type_info;
 use super::{RowsFn, SessionInfo, PG_CATALOG};
-use crate::oids::{DATABASE_OID, ROLE_OID};
+use crate::oids::{DATABASE_OID, ROLE_OID, SOURCE_SERVER_OID, SOURCE_WRAPPER_OID};
 
 /// The owner of every object: the one role.
 pub(crate) const OWNER: &str = "fluxion";
@@ -51,6 +51,9 @@ pub(crate) fn rows_of(relation: &str) -> Option<RowsFn> {
         "pg_tables" => pg_tables,
         "pg_views" => pg_views,
         "pg_matviews" => pg_matviews,
+        "pg_foreign_data_wrapper" => pg_foreign_data_wrapper,
+        "pg_foreign_server" => pg_foreign_server,
+        "pg_foreign_table" => pg_foreign_table,
         "pg_indexes" => pg_indexes,
         "pg_stat_user_tables" | "pg_stat_all_tables" => pg_stat_tables,
         "pg_statio_user_tables" | "pg_statio_all_tables" => pg_statio_tables,
@@ -631,6 +634,44 @@ fn pg_matviews(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatc
             ),
             ("ispopulated", true.into()),
             ("definition", relation.view_query.clone().into()),
+        ]);
+    }
+    out.into_batch()
+}
+
+/// The one foreign-data wrapper, `fluxion`, that sources (foreign tables) belong to.
+fn pg_foreign_data_wrapper(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+    let mut out = rows("pg_foreign_data_wrapper");
+    out.push(&[
+        ("oid", SOURCE_WRAPPER_OID.into()),
+        ("fdwname", "fluxion".into()),
+        ("fdwowner", ROLE_OID.into()),
+        ("fdwhandler", 0u32.into()),
+        ("fdwvalidator", 0u32.into()),
+    ]);
+    out.into_batch()
+}
+
+/// The one foreign server, `fluxion`, that sources belong to.
+fn pg_foreign_server(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+    let mut out = rows("pg_foreign_server");
+    out.push(&[
+        ("oid", SOURCE_SERVER_OID.into()),
+        ("srvname", "fluxion".into()),
+        ("srvowner", ROLE_OID.into()),
+        ("srvfdw", SOURCE_WRAPPER_OID.into()),
+    ]);
+    out.into_batch()
+}
+
+/// A row per source: the foreign table of server `fluxion` (its options are in its
+/// `CREATE SOURCE` text, not here).
+fn pg_foreign_table(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+    let mut out = rows("pg_foreign_table");
+    for relation in relations_of(snapshot, &['f']) {
+        out.push(&[
+            ("ftrelid", relation.oid.into()),
+            ("ftserver", SOURCE_SERVER_OID.into()),
         ]);
     }
     out.into_batch()

@@ -47,6 +47,7 @@ pub(super) fn run(
     dir: &Path,
     through: Timestamp,
     snapshot: Vec<(GlobalId, ChangeBatch)>,
+    progress: Vec<(GlobalId, String)>,
 ) -> Result<(), StorageError> {
     let started = Instant::now();
     if !shared.begin_checkpoint(through)? {
@@ -62,7 +63,7 @@ pub(super) fn run(
     }
 
     // 2. The snapshot, durably in place.
-    write_snapshot(dir, through, &snapshot)?;
+    write_snapshot(dir, through, &snapshot, &progress)?;
 
     // 3. Retire what it supersedes.
     let retired: Vec<PathBuf> = {
@@ -96,6 +97,7 @@ pub(super) fn write_snapshot(
     dir: &Path,
     through: Timestamp,
     snapshot: &[(GlobalId, ChangeBatch)],
+    progress: &[(GlobalId, String)],
 ) -> Result<PathBuf, StorageError> {
     for (id, batch) in snapshot {
         if batch.diffs.len() != batch.rows.num_rows() {
@@ -112,7 +114,7 @@ pub(super) fn write_snapshot(
     let final_name = snapshot_file_name(through);
     let final_path = dir.join(&final_name);
     let temporary = dir.join(temporary_file_name(&final_name));
-    let written = write_entries(&temporary, through, snapshot).and_then(|()| {
+    let written = write_entries(&temporary, through, snapshot, progress).and_then(|()| {
         std::fs::rename(&temporary, &final_path).map_err(|e| StorageError::io(&final_path, e))
     });
     if let Err(error) = written {
@@ -124,16 +126,30 @@ pub(super) fn write_snapshot(
     Ok(final_path)
 }
 
-/// Writes and fsyncs the header and the chunked entries to `path`.
+/// Writes and fsyncs the header and the chunked entries to `path`; the source positions, if
+/// any, are one more entry with no changes.
 fn write_entries(
     path: &Path,
     through: Timestamp,
     snapshot: &[(GlobalId, ChangeBatch)],
+    progress: &[(GlobalId, String)],
 ) -> Result<(), StorageError> {
-    let chunks: Vec<(GlobalId, ChangeBatch)> = snapshot
+    let mut entries: Vec<WalRecord> = snapshot
         .iter()
         .flat_map(|(id, batch)| chunk(batch, through).map(move |c| (*id, c)))
+        .map(|(id, batch)| WalRecord {
+            progress: Vec::new(),
+            time: through,
+            changes: vec![(id, batch)],
+        })
         .collect();
+    if !progress.is_empty() {
+        entries.push(WalRecord {
+            time: through,
+            changes: Vec::new(),
+            progress: progress.to_vec(),
+        });
+    }
     let io_error = |e| StorageError::io(path, e);
     let mut out = BufWriter::new(File::create(path).map_err(io_error)?);
 
@@ -141,13 +157,9 @@ fn write_entries(
     header.extend_from_slice(SNAPSHOT_MAGIC);
     header.push(SNAPSHOT_VERSION);
     header.extend_from_slice(&through.to_le_bytes());
-    header.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     out.write_all(&frame(&header)?).map_err(io_error)?;
-    for (id, batch) in chunks {
-        let record = WalRecord {
-            time: through,
-            changes: vec![(id, batch)],
-        };
+    for record in entries {
         out.write_all(&frame(&encode_record(&record)?)?)
             .map_err(io_error)?;
     }
@@ -185,6 +197,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
     };
     let entries = parse_header(&header, through).map_err(corrupt)?;
     let mut record = WalRecord {
+        progress: Vec::new(),
         time: through,
         changes: Vec::new(),
     };
@@ -203,6 +216,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
             return Err(corrupt(format!("entry at time {}", entry.time)));
         }
         record.changes.extend(entry.changes);
+        record.progress.extend(entry.progress);
     }
     match reader.next_frame()? {
         FrameRead::End => Ok(record),

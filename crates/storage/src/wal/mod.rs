@@ -36,6 +36,10 @@ pub struct WalRecord {
     pub time: Timestamp,
     /// The changes, by table. Each batch's own `time` must equal `time`.
     pub changes: Vec<(GlobalId, ChangeBatch)>,
+    /// Where each source that wrote changes here resumes after them (connector-defined
+    /// text: an event number, file offsets, an LSN). Stored with the data, so a restart
+    /// neither loses nor repeats what a source delivered.
+    pub progress: Vec<(GlobalId, String)>,
 }
 
 /// How the log is laid out on disk.
@@ -66,7 +70,7 @@ impl Default for WalOptions {
 /// for record in replay {
 ///     // Apply record.changes at record.time.
 /// }
-/// wal.append_blocking(WalRecord { time: 1, changes: vec![] })?;
+/// wal.append_blocking(WalRecord { time: 1, changes: vec![], progress: vec![] })?;
 /// # Ok(()) }
 /// ```
 pub struct Wal {
@@ -93,6 +97,7 @@ impl Wal {
     /// Returns the records to replay, in order: the latest checkpoint's snapshot as one record
     /// at its `through` time (if there is a checkpoint), then every logged record after
     /// `through`, in the order they were appended. A torn tail is cut off (see `recovery`).
+    /// The snapshot record's `progress` holds every source's position as of `through`.
     pub fn open(dir: &Path) -> Result<(Wal, Vec<WalRecord>), StorageError> {
         Self::open_with_options(dir, WalOptions::default())
     }
@@ -163,17 +168,19 @@ impl Wal {
     /// `through` — the previous snapshot plus every record at or before `through` — and appends
     /// nothing at or before `through` afterwards (such appends are refused). The batches' own
     /// `time` is ignored; they are replayed at `through`. A checkpoint not past the previous one
-    /// changes nothing. Safe against a crash at any point (see `checkpoint`).
+    /// changes nothing. Safe against a crash at any point (see `checkpoint`). `progress` is
+    /// every source's position as of `through`; it is kept in the snapshot.
     pub fn checkpoint(
         &self,
         through: Timestamp,
         snapshot: Vec<(GlobalId, ChangeBatch)>,
+        progress: Vec<(GlobalId, String)>,
     ) -> Result<(), StorageError> {
         let _one_at_a_time = self
             .checkpointing
             .lock()
             .expect("invariant: no thread panics while checkpointing");
-        checkpoint::run(&self.shared, &self.dir, through, snapshot)
+        checkpoint::run(&self.shared, &self.dir, through, snapshot, progress)
     }
 
     /// Checks, encodes, frames and queues `record`.

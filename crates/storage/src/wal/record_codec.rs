@@ -1,9 +1,12 @@
 //! The bytes of one WAL record.
 //!
 //! ```text
-//! payload = [version: u8 = 1][time: u64 LE][changes: u32 LE]
+//! payload = [version: u8 = 2][time: u64 LE][changes: u32 LE]
 //!           changes × ([collection id: u64 LE][ipc length: u64 LE][Arrow IPC stream])
+//!           [positions: u32 LE] positions × ([source id: u64 LE][length: u32 LE][UTF-8])
 //! ```
+//!
+//! Version 1 records (written before sources existed) have no positions and still decode.
 //!
 //! Each change batch is one Arrow IPC *stream* (schema message, one batch, end marker) of the
 //! batch's rows with an extra non-null `Int64` column `__diff` appended last. The IPC schema
@@ -23,8 +26,10 @@ use repr::{ChangeBatch, GlobalId};
 use super::WalRecord;
 use crate::StorageError;
 
-/// The payload format this code writes and reads.
-const FORMAT_VERSION: u8 = 1;
+/// The payload format this code writes.
+const FORMAT_VERSION: u8 = 2;
+/// The format before source positions; still read.
+const FORMAT_VERSION_WITHOUT_POSITIONS: u8 = 1;
 /// The name of the diff column appended to every encoded batch.
 const DIFF_COLUMN: &str = "__diff";
 
@@ -44,6 +49,17 @@ pub(super) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError>
         out.extend_from_slice(&(ipc.len() as u64).to_le_bytes());
         out.extend_from_slice(&ipc);
     }
+    let too_large = || StorageError::RecordTooLarge {
+        size_bytes: usize::MAX,
+    };
+    let positions = u32::try_from(record.progress.len()).map_err(|_| too_large())?;
+    out.extend_from_slice(&positions.to_le_bytes());
+    for (id, position) in &record.progress {
+        let len = u32::try_from(position.len()).map_err(|_| too_large())?;
+        out.extend_from_slice(&id.0.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(position.as_bytes());
+    }
     Ok(out)
 }
 
@@ -51,7 +67,7 @@ pub(super) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError>
 pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
     let mut input = payload;
     let version = take(&mut input, 1)?[0];
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FORMAT_VERSION_WITHOUT_POSITIONS {
         return Err(format!("unknown record format version {version}"));
     }
     let time = u64::from_le_bytes(take_array(&mut input)?);
@@ -66,10 +82,25 @@ pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
             decode_change_batch(ipc).map_err(|reason| format!("batch for {id}: {reason}"))?;
         changes.push((id, ChangeBatch { time, rows, diffs }));
     }
+    let mut progress = Vec::new();
+    if version == FORMAT_VERSION {
+        let count = u32::from_le_bytes(take_array(&mut input)?);
+        for _ in 0..count {
+            let id = GlobalId(u64::from_le_bytes(take_array(&mut input)?));
+            let len = u32::from_le_bytes(take_array(&mut input)?) as usize;
+            let text = std::str::from_utf8(take(&mut input, len)?)
+                .map_err(|e| format!("position of {id}: {e}"))?;
+            progress.push((id, text.to_string()));
+        }
+    }
     if !input.is_empty() {
         return Err(format!("{} trailing bytes", input.len()));
     }
-    Ok(WalRecord { time, changes })
+    Ok(WalRecord {
+        time,
+        changes,
+        progress,
+    })
 }
 
 /// One Arrow IPC stream of `batch.rows` plus the `__diff` column.
@@ -166,6 +197,7 @@ mod tests {
     fn a_record_decodes_to_exactly_what_was_encoded() {
         let rows = rich_batch();
         let record = WalRecord {
+            progress: Vec::new(),
             time: 42,
             changes: vec![
                 (
@@ -207,6 +239,7 @@ mod tests {
         )
         .unwrap();
         let record = WalRecord {
+            progress: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(1),
@@ -225,6 +258,7 @@ mod tests {
     #[test]
     fn mismatched_diffs_are_refused() {
         let record = WalRecord {
+            progress: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -251,6 +285,7 @@ mod tests {
     #[test]
     fn unknown_versions_and_truncations_are_reported() {
         let record = WalRecord {
+            progress: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -264,7 +299,22 @@ mod tests {
         let mut payload = encode_record(&record).unwrap();
         let truncated = &payload[..payload.len() - 1];
         assert!(decode_record(truncated).is_err());
-        payload[0] = 2;
-        assert!(decode_record(&payload).unwrap_err().contains("version 2"));
+        payload[0] = 3;
+        assert!(decode_record(&payload).unwrap_err().contains("version 3"));
+    }
+
+    #[test]
+    fn records_of_the_format_without_positions_still_decode() {
+        let record = WalRecord {
+            progress: Vec::new(),
+            time: 4,
+            changes: Vec::new(),
+        };
+        let mut payload = encode_record(&record).unwrap();
+        payload.truncate(payload.len() - 4);
+        payload[0] = FORMAT_VERSION_WITHOUT_POSITIONS;
+        let decoded = decode_record(&payload).unwrap();
+        assert_eq!(decoded.time, 4);
+        assert!(decoded.progress.is_empty());
     }
 }

@@ -100,6 +100,7 @@ pub(super) fn kv_change(time: Timestamp, rows: &[KvRow]) -> ChangeBatch {
 /// A record of `(k, v)` changes to several tables at one time.
 pub(super) fn kv_record(time: Timestamp, changes: &[(u64, &[KvRow])]) -> WalRecord {
     WalRecord {
+        progress: Vec::new(),
         time,
         changes: changes
             .iter()

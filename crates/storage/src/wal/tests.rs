@@ -65,6 +65,7 @@ fn records_survive_reopen_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let rows = rich_batch();
     let record = WalRecord {
+        progress: Vec::new(),
         time: 7,
         changes: vec![
             (
@@ -107,6 +108,7 @@ fn a_batch_at_another_time_than_its_record_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (wal, _) = open(dir.path());
     let record = WalRecord {
+        progress: Vec::new(),
         time: 5,
         changes: vec![(GlobalId(1), kv_change(4, &[(1, "a", 1)]))],
     };
@@ -351,7 +353,7 @@ fn a_failed_write_fails_waiters_and_refuses_later_appends() {
             .block_on(wal.append(kv_record(3, &[(1, &[(3, "c", 1)])])))
             .unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
-        let err = wal.checkpoint(1, vec![]).unwrap_err();
+        let err = wal.checkpoint(1, vec![], vec![]).unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
     }
     let (wal, replay) = open(dir.path());
@@ -385,7 +387,7 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
         for record in &history[..3] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])))
+        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![])
             .unwrap();
         wal.append_blocking(history[3].clone()).unwrap();
         let err = wal
@@ -419,10 +421,10 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
             "{err}"
         );
 
-        wal.checkpoint(4, snapshot_of(&kv_contents(&history)))
+        wal.checkpoint(4, snapshot_of(&kv_contents(&history)), vec![])
             .unwrap();
         // Not past the previous checkpoint: nothing happens, even with a wrong snapshot.
-        wal.checkpoint(3, vec![]).unwrap();
+        wal.checkpoint(3, vec![], vec![]).unwrap();
     }
     assert_eq!(
         file_names(dir.path()),
@@ -441,7 +443,7 @@ fn large_tables_are_snapshotted_in_chunks() {
     let rows: Vec<(i64, &str, Diff)> = (0..150_000).map(|k| (k, "v", 1)).collect();
     {
         let (wal, _) = open(dir.path());
-        wal.checkpoint(1, vec![(GlobalId(3), kv_change(0, &rows))])
+        wal.checkpoint(1, vec![(GlobalId(3), kv_change(0, &rows))], vec![])
             .unwrap();
     }
     let (_wal, replay) = open(dir.path());
@@ -462,6 +464,7 @@ fn a_corrupt_snapshot_fails_the_open() {
         wal.checkpoint(
             1,
             snapshot_of(&kv_contents(&[kv_record(1, &[(1, &[(1, "a", 1)])])])),
+            vec![],
         )
         .unwrap();
     }
@@ -500,7 +503,7 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
         for record in &history[..2] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])))
+        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![])
             .unwrap();
         for record in &history[2..] {
             wal.append_blocking(record.clone()).unwrap();
@@ -515,7 +518,7 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
     let after = copy_dir(before.path());
     {
         let (wal, _) = open_small(after.path(), 1);
-        wal.checkpoint(4, snapshot_of(&expected)).unwrap();
+        wal.checkpoint(4, snapshot_of(&expected), vec![]).unwrap();
     }
     let new_snapshot_name = snapshot_file_name(4);
     let new_snapshot = std::fs::read(after.path().join(&new_snapshot_name)).unwrap();
@@ -606,6 +609,7 @@ fn a_log_of_only_a_snapshot_gets_a_fresh_segment() {
         dir.path(),
         9,
         &snapshot_of(&kv_contents(&[kv_record(9, &[(1, &[(1, "a", 1)])])])),
+        &[],
     )
     .unwrap();
     {
@@ -616,4 +620,41 @@ fn a_log_of_only_a_snapshot_gets_a_fresh_segment() {
     }
     let (_wal, replay) = open(dir.path());
     assert_eq!(kv_keys(&replay), vec![(9, 1, 1), (10, 1, 2)]);
+}
+
+#[test]
+fn source_positions_survive_restarts_and_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_position = |time, position: &str| {
+        let mut record = kv_record(time, &[(1, &[(time as i64, "x", 1)])]);
+        record.progress = vec![(GlobalId(5), position.to_string())];
+        record
+    };
+    {
+        let (wal, _) = open(dir.path());
+        wal.append_blocking(with_position(1, "10")).unwrap();
+        wal.append_blocking(with_position(2, "20")).unwrap();
+    }
+    {
+        let (wal, replay) = open(dir.path());
+        let positions: Vec<_> = replay.iter().flat_map(|r| r.progress.clone()).collect();
+        assert_eq!(
+            positions,
+            vec![
+                (GlobalId(5), "10".to_string()),
+                (GlobalId(5), "20".to_string())
+            ]
+        );
+        wal.checkpoint(
+            2,
+            snapshot_of(&kv_contents(&replay)),
+            vec![(GlobalId(5), "20".to_string())],
+        )
+        .unwrap();
+        wal.append_blocking(with_position(3, "30")).unwrap();
+    }
+    let (_wal, replay) = open(dir.path());
+    assert_eq!(replay.len(), 2, "the snapshot and the record after it");
+    assert_eq!(replay[0].progress, vec![(GlobalId(5), "20".to_string())]);
+    assert_eq!(replay[1].progress, vec![(GlobalId(5), "30".to_string())]);
 }

@@ -1,0 +1,42 @@
+//! What can go wrong in a connector.
+
+/// A connector error: a bad option, or a failure reading the outside world.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectorError {
+    /// The `connector` option names no connector Fluxion has.
+    #[error("unknown connector \"{0}\" (known: counter, datagen, nexmark)")]
+    UnknownConnector(String),
+    /// A required option is missing.
+    #[error("option \"{option}\" is required by connector \"{connector}\"")]
+    MissingOption {
+        /// The connector.
+        connector: String,
+        /// The option.
+        option: String,
+    },
+    /// An option the connector does not know.
+    #[error("unknown option \"{option}\" for connector \"{connector}\"")]
+    UnknownOption {
+        /// The connector.
+        connector: String,
+        /// The option.
+        option: String,
+    },
+    /// An option whose value cannot be used.
+    #[error("invalid value for option \"{option}\": {reason}")]
+    InvalidOption {
+        /// The option.
+        option: String,
+        /// Why the value is not usable.
+        reason: String,
+    },
+    /// The declared columns do not fit what the connector produces.
+    #[error("{0}")]
+    Schema(String),
+    /// A stored resume position that cannot be read.
+    #[error("invalid resume position \"{0}\"")]
+    InvalidPosition(String),
+    /// Building a batch failed.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+}

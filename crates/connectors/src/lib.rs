@@ -1,0 +1,22 @@
+//! Sources: the outside world turned into batches of rows, each with the position to resume
+//! after it.
+//!
+//! A connector (`counter`, `nexmark`, `datagen`, …) is opened from the options of its
+//! `CREATE SOURCE` statement and a resume position, and is read one batch at a time by a
+//! thread of its own ([`SourceReader::next_batch`] may block until rows are due). The
+//! coordinator makes each batch durable together with its position before anyone sees it, so
+//! a restart resumes exactly after the last durable batch: no loss, no repeats.
+//!
+//! This crate knows nothing of SQL, dataflows or the log: it produces Arrow batches.
+
+#![warn(missing_docs)]
+
+mod error;
+mod generator;
+mod options;
+mod pacing;
+mod source;
+
+pub use error::ConnectorError;
+pub use options::SourceOptions;
+pub use source::{open_source, source_schema, BadRecord, SourceBatch, SourceReader};

@@ -1,0 +1,370 @@
+//! Fluxion's own statements, parsed on top of sqlparser's PostgreSQL dialect:
+//! `CREATE SOURCE` and `DROP SOURCE` (see `../shared/design/SQL.md`).
+//!
+//! ```sql
+//! CREATE SOURCE [IF NOT EXISTS] name [(column type, …, [PRIMARY KEY (col, …)],
+//!                                      [WATERMARK FOR col AS expr])]
+//!   WITH (connector = '…', option = 'value', …)
+//!   [FORMAT PLAIN | UPSERT | DEBEZIUM  ENCODE JSON | CSV | AVRO | BYTES]
+//!   [INCLUDE offset | partition | timestamp | key [AS col], …];
+//! DROP SOURCE [IF EXISTS] name [, …] [CASCADE | RESTRICT] [WITH (drop_slot = true)];
+//! ```
+//!
+//! Option names may be dotted (`nexmark.table.type`) or quoted; values are string, number or
+//! boolean literals, or bare words.
+
+use std::fmt;
+
+use datafusion::sql::sqlparser::ast::{ColumnDef, Expr, Ident, ObjectName, TableConstraint};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+/// `CREATE SOURCE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSource {
+    /// The source's name.
+    pub name: ObjectName,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    /// The declared columns (none: the connector's own).
+    pub columns: Vec<ColumnDef>,
+    /// Table constraints (`PRIMARY KEY (…)`).
+    pub constraints: Vec<TableConstraint>,
+    /// `WATERMARK FOR column AS expr`.
+    pub watermark: Option<(Ident, Expr)>,
+    /// The `WITH (…)` options, names in lower case, in the order written.
+    pub options: Vec<(String, String)>,
+    /// `FORMAT …` (upper case).
+    pub format: Option<String>,
+    /// `ENCODE …` (upper case).
+    pub encode: Option<String>,
+    /// `INCLUDE what [AS column]`.
+    pub include: Vec<(String, Option<Ident>)>,
+}
+
+/// `DROP SOURCE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DropSource {
+    /// The sources to drop.
+    pub names: Vec<ObjectName>,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+    /// `CASCADE`: drop what reads from them too.
+    pub cascade: bool,
+    /// `WITH (…)` options (`drop_slot`).
+    pub options: Vec<(String, String)>,
+}
+
+/// Parses the statement at the parser's position if it is one of Fluxion's own; `Ok(None)`
+/// (with nothing consumed) otherwise.
+pub(crate) fn parse_source_statement(
+    parser: &mut Parser,
+) -> Result<Option<SourceStatement>, ParserError> {
+    if parser.parse_keyword(Keyword::CREATE) {
+        if parser.parse_keyword(Keyword::SOURCE) {
+            return parse_create_source(parser).map(|s| Some(SourceStatement::Create(Box::new(s))));
+        }
+        parser.prev_token();
+    } else if parser.parse_keyword(Keyword::DROP) {
+        if parser.parse_keyword(Keyword::SOURCE) {
+            return parse_drop_source(parser).map(|s| Some(SourceStatement::Drop(s)));
+        }
+        parser.prev_token();
+    }
+    Ok(None)
+}
+
+/// One of the statements this module parses.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SourceStatement {
+    Create(Box<CreateSource>),
+    Drop(DropSource),
+}
+
+fn parse_create_source(parser: &mut Parser) -> Result<CreateSource, ParserError> {
+    let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    let mut create = CreateSource {
+        name,
+        if_not_exists,
+        columns: Vec::new(),
+        constraints: Vec::new(),
+        watermark: None,
+        options: Vec::new(),
+        format: None,
+        encode: None,
+        include: Vec::new(),
+    };
+    if parser.consume_token(&Token::LParen) {
+        loop {
+            if parse_word(parser, "WATERMARK") {
+                parser.expect_keyword(Keyword::FOR)?;
+                let column = parser.parse_identifier()?;
+                parser.expect_keyword(Keyword::AS)?;
+                if create.watermark.is_some() {
+                    return Err(ParserError::ParserError(
+                        "a source has at most one WATERMARK".into(),
+                    ));
+                }
+                create.watermark = Some((column, parser.parse_expr()?));
+            } else if let Some(constraint) = parser.parse_optional_table_constraint()? {
+                create.constraints.push(constraint);
+            } else {
+                create.columns.push(parser.parse_column_def()?);
+            }
+            if !parser.consume_token(&Token::Comma) {
+                parser.expect_token(&Token::RParen)?;
+                break;
+            }
+        }
+    }
+    parser.expect_keyword(Keyword::WITH)?;
+    create.options = parse_options(parser)?;
+    if parser.parse_keyword(Keyword::FORMAT) {
+        create.format = Some(parse_upper_word(parser)?);
+        if !parse_word(parser, "ENCODE") {
+            return parser.expected("ENCODE after FORMAT", parser.peek_token());
+        }
+        create.encode = Some(parse_upper_word(parser)?);
+    }
+    if parser.parse_keyword(Keyword::INCLUDE) {
+        create.include = parser.parse_comma_separated(|p| {
+            let what = parse_upper_word(p)?.to_lowercase();
+            let alias = if p.parse_keyword(Keyword::AS) {
+                Some(p.parse_identifier()?)
+            } else {
+                None
+            };
+            Ok((what, alias))
+        })?;
+    }
+    Ok(create)
+}
+
+fn parse_drop_source(parser: &mut Parser) -> Result<DropSource, ParserError> {
+    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let names = parser.parse_comma_separated(|p| p.parse_object_name(false))?;
+    let cascade = parser.parse_keyword(Keyword::CASCADE);
+    // RESTRICT is the default.
+    let _restrict = !cascade && parser.parse_keyword(Keyword::RESTRICT);
+    let options = if parser.parse_keyword(Keyword::WITH) {
+        parse_options(parser)?
+    } else {
+        Vec::new()
+    };
+    Ok(DropSource {
+        names,
+        if_exists,
+        cascade,
+        options,
+    })
+}
+
+/// `(name = value, …)`.
+fn parse_options(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
+    parser.expect_token(&Token::LParen)?;
+    let options = parser.parse_comma_separated(|p| {
+        let name = parse_option_name(p)?;
+        p.expect_token(&Token::Eq)?;
+        Ok((name, parse_option_value(p)?))
+    })?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(options)
+}
+
+/// A dotted name (`nexmark.table.type`) or a quoted one, in lower case.
+fn parse_option_name(parser: &mut Parser) -> Result<String, ParserError> {
+    let token = parser.next_token();
+    let first = match &token.token {
+        Token::SingleQuotedString(s) => return Ok(s.to_lowercase()),
+        Token::Word(word) => word.value.to_lowercase(),
+        _ => return parser.expected("an option name", token),
+    };
+    let mut parts = vec![first];
+    while parser.consume_token(&Token::Period) {
+        let token = parser.next_token();
+        match &token.token {
+            Token::Word(word) => parts.push(word.value.to_lowercase()),
+            Token::Number(n, _) => parts.push(n.clone()),
+            _ => return parser.expected("an option name", token),
+        }
+    }
+    Ok(parts.join("."))
+}
+
+/// A literal (string, number, boolean) or a bare word, as text.
+fn parse_option_value(parser: &mut Parser) -> Result<String, ParserError> {
+    let token = parser.next_token();
+    match &token.token {
+        Token::SingleQuotedString(s) => Ok(s.clone()),
+        Token::Number(n, _) => Ok(n.clone()),
+        Token::Word(word) => Ok(word.value.clone()),
+        Token::Minus => match parser.next_token().token {
+            Token::Number(n, _) => Ok(format!("-{n}")),
+            _ => parser.expected("a number after -", token),
+        },
+        _ => parser.expected("an option value", token),
+    }
+}
+
+/// Consumes the word `word` (case-insensitive) if it is next.
+fn parse_word(parser: &mut Parser, word: &str) -> bool {
+    match &parser.peek_token().token {
+        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) => {
+            parser.next_token();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A bare word, in upper case.
+fn parse_upper_word(parser: &mut Parser) -> Result<String, ParserError> {
+    let token = parser.next_token();
+    match &token.token {
+        Token::Word(word) => Ok(word.value.to_uppercase()),
+        _ => parser.expected("a word", token),
+    }
+}
+
+/// `'text'` with quotes doubled.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn write_options(f: &mut fmt::Formatter<'_>, options: &[(String, String)]) -> fmt::Result {
+    let list: Vec<String> = options
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", quoted(v)))
+        .collect();
+    write!(f, "({})", list.join(", "))
+}
+
+impl fmt::Display for CreateSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CREATE SOURCE ")?;
+        if self.if_not_exists {
+            write!(f, "IF NOT EXISTS ")?;
+        }
+        write!(f, "{}", self.name)?;
+        let mut elements: Vec<String> = self.columns.iter().map(ToString::to_string).collect();
+        elements.extend(self.constraints.iter().map(ToString::to_string));
+        if let Some((column, expr)) = &self.watermark {
+            elements.push(format!("WATERMARK FOR {column} AS {expr}"));
+        }
+        if !elements.is_empty() {
+            write!(f, " ({})", elements.join(", "))?;
+        }
+        write!(f, " WITH ")?;
+        write_options(f, &self.options)?;
+        if let (Some(format), Some(encode)) = (&self.format, &self.encode) {
+            write!(f, " FORMAT {format} ENCODE {encode}")?;
+        }
+        if !self.include.is_empty() {
+            let list: Vec<String> = self
+                .include
+                .iter()
+                .map(|(what, alias)| match alias {
+                    Some(alias) => format!("{what} AS {alias}"),
+                    None => what.clone(),
+                })
+                .collect();
+            write!(f, " INCLUDE {}", list.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+
+    fn parse(sql: &str) -> SourceStatement {
+        let mut parser = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(sql)
+            .unwrap();
+        parse_source_statement(&mut parser).unwrap().unwrap()
+    }
+
+    #[test]
+    fn create_source_round_trips_through_its_text() {
+        let sql = "CREATE SOURCE IF NOT EXISTS bid (auction BIGINT, price BIGINT, \
+                   date_time TIMESTAMP, PRIMARY KEY (auction), \
+                   WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) \
+                   WITH (connector = 'nexmark', nexmark.table.type = 'Bid', \
+                   nexmark.event.rate = 0) FORMAT PLAIN ENCODE JSON INCLUDE offset AS o, key";
+        let SourceStatement::Create(create) = parse(sql) else {
+            panic!("not a CREATE SOURCE")
+        };
+        assert_eq!(create.columns.len(), 3);
+        assert_eq!(create.constraints.len(), 1);
+        assert!(create.watermark.is_some());
+        assert_eq!(
+            create.options[1],
+            ("nexmark.table.type".to_string(), "Bid".to_string())
+        );
+        assert_eq!(create.options[2].1, "0");
+        assert_eq!(create.include.len(), 2);
+        let SourceStatement::Create(again) = parse(&create.to_string()) else {
+            panic!("not a CREATE SOURCE")
+        };
+        assert_eq!(again, create);
+    }
+
+    #[test]
+    fn create_source_without_columns() {
+        let SourceStatement::Create(create) =
+            parse("create source c with (connector = 'counter', tick = '10ms')")
+        else {
+            panic!("not a CREATE SOURCE")
+        };
+        assert!(create.columns.is_empty());
+        assert_eq!(
+            create.to_string(),
+            "CREATE SOURCE c WITH (connector = 'counter', tick = '10ms')"
+        );
+    }
+
+    #[test]
+    fn drop_source() {
+        let SourceStatement::Drop(drop) =
+            parse("DROP SOURCE IF EXISTS a, b CASCADE WITH (drop_slot = true)")
+        else {
+            panic!("not a DROP SOURCE")
+        };
+        assert!(drop.if_exists && drop.cascade);
+        assert_eq!(drop.names.len(), 2);
+        assert_eq!(
+            drop.options,
+            vec![("drop_slot".to_string(), "true".to_string())]
+        );
+    }
+
+    #[test]
+    fn other_statements_are_left_alone() {
+        let mut parser = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql("CREATE TABLE t (a int)")
+            .unwrap();
+        assert!(parse_source_statement(&mut parser).unwrap().is_none());
+        assert!(parser.parse_statement().is_ok());
+    }
+
+    #[test]
+    fn errors_are_errors_not_panics() {
+        for sql in [
+            "CREATE SOURCE",
+            "CREATE SOURCE s",
+            "CREATE SOURCE s WITH (",
+            "CREATE SOURCE s (a int WITH (connector = 'x')",
+            "CREATE SOURCE s WITH (connector = 'x') FORMAT PLAIN",
+            "CREATE SOURCE s (WATERMARK FOR) WITH (connector = 'x')",
+        ] {
+            let mut parser = Parser::new(&PostgreSqlDialect {})
+                .try_with_sql(sql)
+                .unwrap();
+            assert!(parse_source_statement(&mut parser).is_err(), "{sql}");
+        }
+    }
+}

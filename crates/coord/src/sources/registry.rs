@@ -1,0 +1,154 @@
+//! The running sources: their positions, counters and the handles that stop them.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use repr::GlobalId;
+
+/// How often the rows/s figure is refreshed.
+const RATE_WINDOW_SECS: f64 = 5.0;
+
+/// What `fluxion_catalog.source_stats` shows of one source.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceStats {
+    /// The connector (`counter`, `nexmark`, …).
+    pub connector: String,
+    /// `running`, `ended` or `failed`.
+    pub status: &'static str,
+    /// Rows made durable since the source was created (this process counts from recovery).
+    pub rows: u64,
+    /// Bytes of those rows (Arrow memory size).
+    pub bytes: u64,
+    /// Records that could not become rows.
+    pub errors: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// The position after the last durable batch.
+    pub position: Option<String>,
+    /// Rows per second over the last few seconds.
+    pub rows_per_second: f64,
+    /// Why the source stopped, if it failed.
+    pub last_error: Option<String>,
+    /// When the last batch was committed.
+    pub last_batch_at: Option<SystemTime>,
+    window_started: Instant,
+    window_rows: u64,
+}
+
+impl SourceStats {
+    fn new(connector: &str, position: Option<String>) -> Self {
+        Self {
+            connector: connector.to_string(),
+            status: "running",
+            rows: 0,
+            bytes: 0,
+            errors: 0,
+            batches: 0,
+            position,
+            rows_per_second: 0.0,
+            last_error: None,
+            last_batch_at: None,
+            window_started: Instant::now(),
+            window_rows: 0,
+        }
+    }
+
+    /// Counts one committed batch.
+    pub fn record_batch(&mut self, rows: u64, bytes: u64, errors: u64, position: String) {
+        self.rows += rows;
+        self.bytes += bytes;
+        self.errors += errors;
+        self.batches += 1;
+        self.position = Some(position);
+        self.last_batch_at = Some(SystemTime::now());
+        self.window_rows += rows;
+        let elapsed = self.window_started.elapsed().as_secs_f64();
+        if elapsed >= RATE_WINDOW_SECS {
+            self.rows_per_second = self.window_rows as f64 / elapsed;
+            self.window_rows = 0;
+            self.window_started = Instant::now();
+        }
+    }
+}
+
+/// One source's entry.
+struct Entry {
+    stats: SourceStats,
+    /// Set to stop the source's reader and ingest task.
+    stop: Arc<AtomicBool>,
+}
+
+/// Every source of the catalog, by id.
+#[derive(Default)]
+pub(crate) struct SourceRegistry {
+    entries: Mutex<BTreeMap<GlobalId, Entry>>,
+}
+
+impl std::fmt::Debug for SourceRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceRegistry").finish_non_exhaustive()
+    }
+}
+
+impl SourceRegistry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<GlobalId, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a source resuming after `position`; returns the flag that stops it.
+    pub fn register(
+        &self,
+        id: GlobalId,
+        connector: &str,
+        position: Option<String>,
+    ) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        self.lock().insert(
+            id,
+            Entry {
+                stats: SourceStats::new(connector, position),
+                stop: stop.clone(),
+            },
+        );
+        stop
+    }
+
+    /// Stops a source and forgets it.
+    pub fn remove(&self, id: GlobalId) {
+        if let Some(entry) = self.lock().remove(&id) {
+            entry.stop.store(true, Ordering::Release);
+        }
+    }
+
+    /// Stops every source (at shutdown).
+    pub fn stop_all(&self) {
+        for entry in self.lock().values() {
+            entry.stop.store(true, Ordering::Release);
+        }
+    }
+
+    /// Changes a source's statistics.
+    pub fn update(&self, id: GlobalId, change: impl FnOnce(&mut SourceStats)) {
+        if let Some(entry) = self.lock().get_mut(&id) {
+            change(&mut entry.stats);
+        }
+    }
+
+    /// Every source's statistics.
+    pub fn snapshot(&self) -> Vec<(GlobalId, SourceStats)> {
+        self.lock()
+            .iter()
+            .map(|(id, e)| (*id, e.stats.clone()))
+            .collect()
+    }
+
+    /// The position of every source that has one (stored with each checkpoint).
+    pub fn positions(&self) -> Vec<(GlobalId, String)> {
+        self.lock()
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.stats.position.clone()?)))
+            .collect()
+    }
+}

@@ -1,0 +1,104 @@
+//! A statement as the coordinator receives it: PostgreSQL's SQL (parsed by sqlparser) or one
+//! of Fluxion's own (`CREATE SOURCE`, `DROP SOURCE`).
+
+use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use crate::error::CoordError;
+use crate::source_statements::{parse_source_statement, CreateSource, DropSource, SourceStatement};
+
+/// One parsed statement.
+// sqlparser's statement is the large variant and is moved by value everywhere already;
+// boxing it would only add an allocation per statement.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// A statement of PostgreSQL's SQL.
+    Sql(ast::Statement),
+    /// `CREATE SOURCE`.
+    CreateSource(CreateSource),
+    /// `DROP SOURCE`.
+    DropSource(DropSource),
+}
+
+impl std::fmt::Display for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Statement::Sql(statement) => write!(f, "{statement}"),
+            Statement::CreateSource(create) => write!(f, "{create}"),
+            Statement::DropSource(drop) => {
+                let names: Vec<String> = drop.names.iter().map(ToString::to_string).collect();
+                write!(f, "DROP SOURCE {}", names.join(", "))
+            }
+        }
+    }
+}
+
+/// Parses SQL text into statements (separated by semicolons).
+///
+/// Literals in PostgreSQL statements are normalized to spellings DataFusion's parsers accept
+/// (see [`crate::postgres_literals`]).
+pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
+    let syntax =
+        |e: datafusion::sql::sqlparser::parser::ParserError| CoordError::Syntax(e.to_string());
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(sql).map_err(syntax)?;
+    let mut statements = Vec::new();
+    loop {
+        let mut ended = false;
+        while parser.consume_token(&Token::SemiColon) {
+            ended = true;
+        }
+        if parser.peek_token().token == Token::EOF {
+            break;
+        }
+        if !statements.is_empty() && !ended {
+            return Err(syntax(
+                parser
+                    .expected::<()>("end of statement", parser.peek_token())
+                    .unwrap_err(),
+            ));
+        }
+        let statement = match parse_source_statement(&mut parser).map_err(syntax)? {
+            Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),
+            Some(SourceStatement::Drop(drop)) => Statement::DropSource(drop),
+            None => {
+                let mut statement = parser.parse_statement().map_err(syntax)?;
+                crate::postgres_literals::normalize_literals(&mut statement);
+                Statement::Sql(statement)
+            }
+        };
+        statements.push(statement);
+    }
+    Ok(statements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_fluxion_and_postgres_statements() {
+        let statements =
+            parse("CREATE SOURCE c WITH (connector = 'counter'); SELECT 1;; DROP SOURCE c; COMMIT")
+                .unwrap();
+        assert!(matches!(statements[0], Statement::CreateSource(_)));
+        assert!(matches!(
+            statements[1],
+            Statement::Sql(ast::Statement::Query(_))
+        ));
+        assert!(matches!(statements[2], Statement::DropSource(_)));
+        assert!(matches!(
+            statements[3],
+            Statement::Sql(ast::Statement::Commit { .. })
+        ));
+    }
+
+    #[test]
+    fn statements_need_separators() {
+        assert!(parse("SELECT 1 SELECT 2").is_err());
+        assert!(parse("").unwrap().is_empty());
+    }
+}

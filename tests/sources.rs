@@ -1,0 +1,311 @@
+//! Sources through the real server: generators feed views, options and columns are checked,
+//! statistics are visible, and a source killed mid-stream resumes with no row lost and none
+//! repeated.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::TestServer;
+
+/// The first row of `sql` as text.
+async fn row(client: &tokio_postgres::Client, sql: &str) -> Vec<Option<String>> {
+    let messages = client.simple_query(sql).await.expect(sql);
+    messages
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_string))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no row from {sql}"))
+}
+
+/// Waits until the first column of `sql` is `expected` (or fails after `timeout`).
+async fn wait_for(client: &tokio_postgres::Client, sql: &str, expected: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let value = row(client, sql).await[0].clone();
+        if value.as_deref() == Some(expected) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{sql} is {value:?}, not {expected}, after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The SQLSTATE `sql` fails with.
+async fn error_code(client: &tokio_postgres::Client, sql: &str) -> String {
+    let error = client
+        .simple_query(sql)
+        .await
+        .expect_err(&format!("{sql} should fail"));
+    let db = error
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{sql}: {error}"));
+    format!("{} {}", db.code().code(), db.message())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_killed_mid_stream_resumes_without_loss_or_repeats() {
+    const ROWS: u64 = 40_000;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE seq (id BIGINT NOT NULL, v INT) WITH (connector = 'datagen', \
+               datagen.rows.per.second = '20000', fields.id.kind = 'sequence', \
+               fields.id.start = '1', fields.id.end = '{ROWS}', fields.v.min = '0', \
+               fields.v.max = '9', fields.v.seed = '7');
+             CREATE MATERIALIZED VIEW totals AS
+               SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(id) AS id_sum, sum(v) AS v_sum
+               FROM seq;"
+        ))
+        .await
+        .expect("source and view");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n: u64 = row(&client, "SELECT n FROM totals").await[0]
+            .as_deref()
+            .unwrap_or("0")
+            .parse()
+            .expect("a count");
+        if n > ROWS / 4 {
+            assert!(n < ROWS, "the source ended before the kill ({n} rows)");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the source does not advance ({n} rows)"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill();
+    drop(client);
+
+    let server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    wait_for(
+        &client,
+        "SELECT n FROM totals",
+        &ROWS.to_string(),
+        Duration::from_secs(60),
+    )
+    .await;
+    let totals = row(&client, "SELECT n, ids, id_sum FROM totals").await;
+    let expected_sum = ROWS * (ROWS + 1) / 2;
+    assert_eq!(
+        totals,
+        vec![
+            Some(ROWS.to_string()),
+            Some(ROWS.to_string()),
+            Some(expected_sum.to_string())
+        ],
+        "every row exactly once"
+    );
+    // An uninterrupted source with the same options generates the same values.
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE again (id BIGINT NOT NULL, v INT) WITH (connector = 'datagen', \
+               datagen.rows.per.second = '0', fields.id.kind = 'sequence', \
+               fields.id.start = '1', fields.id.end = '{ROWS}', fields.v.min = '0', \
+               fields.v.max = '9', fields.v.seed = '7');
+             CREATE MATERIALIZED VIEW again_totals AS SELECT count(*) AS n, sum(v) AS v_sum FROM again;"
+        ))
+        .await
+        .expect("the second source");
+    wait_for(
+        &client,
+        "SELECT n FROM again_totals",
+        &ROWS.to_string(),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        row(&client, "SELECT v_sum FROM totals").await,
+        row(&client, "SELECT v_sum FROM again_totals").await
+    );
+    wait_for(
+        &client,
+        "SELECT status FROM fluxion_catalog.source_stats WHERE source_name = 'seq'",
+        "ended",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(
+        row(
+            &client,
+            "SELECT position FROM fluxion_catalog.source_stats WHERE source_name = 'seq'"
+        )
+        .await,
+        vec![Some(ROWS.to_string())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nexmark_sources_share_one_event_sequence() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let options = "nexmark.event.rate = '0', nexmark.event.num = '10000', nexmark.seed = '3'";
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE person WITH (connector = 'nexmark', nexmark.table.type = 'Person', {options});
+             CREATE SOURCE auction WITH (connector = 'nexmark', nexmark.table.type = 'Auction', {options});
+             CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP,
+                 WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
+               WITH (connector = 'nexmark', nexmark.table.type = 'Bid', {options});
+             CREATE MATERIALIZED VIEW counts AS
+               SELECT (SELECT count(*) FROM person) AS people,
+                      (SELECT count(*) FROM auction) AS auctions,
+                      (SELECT count(*) FROM bid) AS bids;"
+        ))
+        .await
+        .expect("the nexmark sources");
+    wait_for(
+        &client,
+        "SELECT bids FROM counts",
+        "9200",
+        Duration::from_secs(60),
+    )
+    .await;
+    wait_for(
+        &client,
+        "SELECT people FROM counts",
+        "200",
+        Duration::from_secs(30),
+    )
+    .await;
+    wait_for(
+        &client,
+        "SELECT auctions FROM counts",
+        "600",
+        Duration::from_secs(30),
+    )
+    .await;
+    // Every auction's seller is a person of the same sequence.
+    let orphans = row(
+        &client,
+        "SELECT count(*) FROM auction a WHERE NOT EXISTS \
+         (SELECT 1 FROM person p WHERE p.id = a.seller)",
+    )
+    .await;
+    let people_ids = row(&client, "SELECT min(id), max(id) FROM person").await;
+    assert_eq!(people_ids, vec![Some("1000".into()), Some("1199".into())]);
+    let sellers = row(&client, "SELECT min(seller), max(seller) FROM auction").await;
+    let max_seller: i64 = sellers[1].as_deref().unwrap().parse().unwrap();
+    assert!(
+        max_seller <= 1199 + 10,
+        "sellers {sellers:?}, orphans {orphans:?}"
+    );
+    let relkind = row(
+        &client,
+        "SELECT relkind FROM pg_class WHERE relname = 'bid'",
+    )
+    .await;
+    assert_eq!(relkind, vec![Some("f".into())]);
+    let described = std::process::Command::new("psql")
+        .args(["-X", "-h", "127.0.0.1", "-p", &server.port().to_string()])
+        .args(["-U", "fluxion", "-d", "fluxion", "-c", "\\d bid"])
+        .output()
+        .expect("psql runs");
+    let text = String::from_utf8_lossy(&described.stdout);
+    assert!(
+        described.status.success(),
+        "psql \\d bid: {text} {described:?}"
+    );
+    assert!(text.contains("Foreign table \"public.bid\""), "{text}");
+    assert!(text.contains("Server: fluxion"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sources_are_checked_listed_and_dropped() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for (sql, expected) in [
+        (
+            "CREATE SOURCE s WITH (connector = 'nope')",
+            "unknown connector \"nope\"",
+        ),
+        ("CREATE SOURCE s WITH (tick = '1s')", "connector"),
+        (
+            "CREATE SOURCE s WITH (connector = 'counter', tick = 'soon')",
+            "invalid value for option \"tick\"",
+        ),
+        (
+            "CREATE SOURCE s WITH (connector = 'counter', tik = '1s')",
+            "unknown option \"tik\"",
+        ),
+        (
+            "CREATE SOURCE s (x INT) WITH (connector = 'counter')",
+            "no column \"x\"",
+        ),
+        (
+            "CREATE SOURCE s WITH (connector = 'nexmark')",
+            "nexmark.table.type",
+        ),
+        (
+            "CREATE SOURCE s WITH (connector = 'counter') FORMAT PLAIN ENCODE JSON",
+            "takes no FORMAT",
+        ),
+        (
+            "CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.a.kind = 'zigzag')",
+            "zigzag",
+        ),
+    ] {
+        let error = error_code(&client, sql).await;
+        assert!(
+            error.starts_with("22023") || error.starts_with("42"),
+            "{sql}: {error}"
+        );
+        assert!(error.contains(expected), "{sql}: {error}");
+    }
+    client
+        .batch_execute(
+            "CREATE SOURCE ticks WITH (connector = 'counter', tick = '10ms');
+             CREATE MATERIALIZED VIEW tick_count AS SELECT count(*) AS n FROM ticks;",
+        )
+        .await
+        .expect("a counter");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while row(&client, "SELECT n FROM tick_count").await[0].as_deref() == Some("0") {
+        assert!(Instant::now() < deadline, "the counter does not count");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = row(
+        &client,
+        "SELECT connector, status, rows > 0, batches > 0, errors FROM fluxion_catalog.source_stats",
+    )
+    .await;
+    assert_eq!(
+        stats,
+        ["counter", "running", "t", "t", "0"].map(|v| Some(v.to_string()))
+    );
+    assert_eq!(row(&client, "SHOW SOURCES").await[0], Some("ticks".into()));
+    let insert = error_code(&client, "INSERT INTO ticks VALUES (1)").await;
+    assert!(insert.starts_with("42809"), "{insert}");
+    let dependent = error_code(&client, "DROP SOURCE ticks").await;
+    assert!(dependent.starts_with("2BP01"), "{dependent}");
+    let wrong_kind = error_code(&client, "DROP TABLE ticks").await;
+    assert!(wrong_kind.starts_with("42809"), "{wrong_kind}");
+    client
+        .batch_execute("DROP SOURCE ticks CASCADE")
+        .await
+        .expect("drop");
+    assert!(client
+        .simple_query("SELECT * FROM fluxion_catalog.source_stats")
+        .await
+        .expect("stats")
+        .iter()
+        .all(|m| !matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
+    client
+        .batch_execute("DROP SOURCE IF EXISTS ticks")
+        .await
+        .expect("drop if exists");
+}
