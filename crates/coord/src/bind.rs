@@ -204,11 +204,25 @@ impl Coordinator {
         declared: &[Option<FieldRef>],
     ) -> Result<StatementDesc, CoordError> {
         session.check_not_failed(statement)?;
-        let crate::Statement::Sql(statement) = statement else {
-            return Ok(StatementDesc {
-                parameters: Vec::new(),
-                columns: None,
-            });
+        let statement = match statement {
+            crate::Statement::Sql(statement) => statement,
+            crate::Statement::ShowCreateSource(name) => {
+                let columns =
+                    match self.show_create(session, name, Some(storage::ItemKind::Source))? {
+                        ExecuteResponse::Rows { schema, .. } => Some(schema),
+                        _ => None,
+                    };
+                return Ok(StatementDesc {
+                    parameters: Vec::new(),
+                    columns,
+                });
+            }
+            _ => {
+                return Ok(StatementDesc {
+                    parameters: Vec::new(),
+                    columns: None,
+                })
+            }
         };
         let mut statement = self.prepare(session, statement.clone());
         let declared_types: Vec<Option<DataType>> = declared

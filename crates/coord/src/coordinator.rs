@@ -149,6 +149,9 @@ impl Coordinator {
             }
             crate::Statement::CreateSource(create) => self.create_source(session, create).await,
             crate::Statement::DropSource(drop) => self.drop_source(session, drop).await,
+            crate::Statement::ShowCreateSource(name) => {
+                self.show_create(session, &name, Some(storage::ItemKind::Source))
+            }
         };
         if result.is_err() {
             session.fail_transaction();

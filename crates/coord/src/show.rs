@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::sql::sqlparser::ast::{Expr, Set, Statement, Value, ValueWithSpan};
+use datafusion::sql::sqlparser::ast::{Expr, ObjectName, Set, Statement, Value, ValueWithSpan};
 use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
@@ -60,13 +60,7 @@ impl Coordinator {
             } else {
                 ItemKind::View
             })),
-            Statement::ShowCreate { obj_name, .. } => {
-                let item = self.resolve_item(session, &obj_name)?;
-                Ok(text_rows(
-                    &["name", "create_sql"],
-                    vec![vec![item.name.clone(), item.create_sql.clone()]],
-                ))
-            }
+            Statement::ShowCreate { obj_name, .. } => self.show_create(session, &obj_name, None),
             Statement::Discard { .. } => Ok(ExecuteResponse::command("DISCARD ALL")),
             other => Err(CoordError::Unsupported(format!(
                 "statement {}",
@@ -78,6 +72,31 @@ impl Coordinator {
                     .join(" ")
             ))),
         }
+    }
+
+    /// `SHOW CREATE … name`: the item's name and the SQL that created it (which must be of
+    /// `kind`, if given).
+    pub(crate) fn show_create(
+        &self,
+        session: &Session,
+        name: &ObjectName,
+        kind: Option<ItemKind>,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let item = self.resolve_item(session, name)?;
+        if let Some(kind) = kind.filter(|k| *k != item.kind) {
+            return Err(CoordError::WrongObjectType {
+                name: item.name.clone(),
+                expected: match kind {
+                    ItemKind::Source => "a source",
+                    _ => "an object of that kind",
+                },
+                hint: None,
+            });
+        }
+        Ok(text_rows(
+            &["name", "create_sql"],
+            vec![vec![item.name.clone(), item.create_sql.clone()]],
+        ))
     }
 
     fn set(&self, session: &mut Session, set: Set) -> Result<ExecuteResponse, CoordError> {

@@ -8,6 +8,7 @@
 //!   [FORMAT PLAIN | UPSERT | DEBEZIUM  ENCODE JSON | CSV | AVRO | BYTES]
 //!   [INCLUDE offset | partition | timestamp | key [AS col], …];
 //! DROP SOURCE [IF EXISTS] name [, …] [CASCADE | RESTRICT] [WITH (drop_slot = true)];
+//! SHOW CREATE SOURCE name;
 //! ```
 //!
 //! Option names may be dotted (`nexmark.table.type`) or quoted; values are string, number or
@@ -71,6 +72,10 @@ pub(crate) fn parse_source_statement(
             return parse_drop_source(parser).map(|s| Some(SourceStatement::Drop(s)));
         }
         parser.prev_token();
+    } else if parser.parse_keywords(&[Keyword::SHOW, Keyword::CREATE, Keyword::SOURCE]) {
+        return Ok(Some(SourceStatement::ShowCreate(
+            parser.parse_object_name(false)?,
+        )));
     }
     Ok(None)
 }
@@ -80,6 +85,7 @@ pub(crate) fn parse_source_statement(
 pub(crate) enum SourceStatement {
     Create(Box<CreateSource>),
     Drop(DropSource),
+    ShowCreate(ObjectName),
 }
 
 fn parse_create_source(parser: &mut Parser) -> Result<CreateSource, ParserError> {
@@ -340,6 +346,14 @@ mod tests {
             drop.options,
             vec![("drop_slot".to_string(), "true".to_string())]
         );
+    }
+
+    #[test]
+    fn show_create_source() {
+        assert!(matches!(
+            parse("SHOW CREATE SOURCE public.bid"),
+            SourceStatement::ShowCreate(_)
+        ));
     }
 
     #[test]

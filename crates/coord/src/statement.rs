@@ -21,6 +21,8 @@ pub enum Statement {
     CreateSource(CreateSource),
     /// `DROP SOURCE`.
     DropSource(DropSource),
+    /// `SHOW CREATE SOURCE name`.
+    ShowCreateSource(ast::ObjectName),
 }
 
 impl std::fmt::Display for Statement {
@@ -32,6 +34,7 @@ impl std::fmt::Display for Statement {
                 let names: Vec<String> = drop.names.iter().map(ToString::to_string).collect();
                 write!(f, "DROP SOURCE {}", names.join(", "))
             }
+            Statement::ShowCreateSource(name) => write!(f, "SHOW CREATE SOURCE {name}"),
         }
     }
 }
@@ -64,6 +67,7 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
         let statement = match parse_source_statement(&mut parser).map_err(syntax)? {
             Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),
             Some(SourceStatement::Drop(drop)) => Statement::DropSource(drop),
+            Some(SourceStatement::ShowCreate(name)) => Statement::ShowCreateSource(name),
             None => {
                 let mut statement = parser.parse_statement().map_err(syntax)?;
                 crate::postgres_literals::normalize_literals(&mut statement);

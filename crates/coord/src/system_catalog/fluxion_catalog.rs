@@ -19,8 +19,19 @@ use crate::sources::SourceRegistry;
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
     vec![
         ("view_errors", view_errors_schema()),
+        ("sources", sources_schema()),
         ("source_stats", source_stats_schema()),
     ]
+}
+
+/// `sources`: one row per source.
+fn sources_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("source_name", DataType::Utf8, false),
+        Field::new("connector", DataType::Utf8, false),
+        Field::new("create_sql", DataType::Utf8, false),
+    ]))
 }
 
 /// `source_stats`: one row per source.
@@ -74,6 +85,41 @@ impl SystemSchema {
             compute,
             sources,
         }
+    }
+
+    /// `sources (schema_name, source_name, connector, create_sql)`: every source.
+    fn sources(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = sources_schema();
+        let connectors: std::collections::HashMap<_, _> = self
+            .sources
+            .snapshot()
+            .into_iter()
+            .map(|(id, stats)| (id, stats.connector))
+            .collect();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let items: Vec<_> = catalog
+            .items()
+            .filter(|item| item.kind == storage::ItemKind::Source)
+            .collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(
+                    items.iter().map(|i| &i.schema),
+                )),
+                Arc::new(StringArray::from_iter_values(items.iter().map(|i| &i.name))),
+                Arc::new(StringArray::from_iter_values(items.iter().map(|i| {
+                    connectors
+                        .get(&i.id)
+                        .map(String::as_str)
+                        .unwrap_or_default()
+                }))),
+                Arc::new(StringArray::from_iter_values(
+                    items.iter().map(|i| &i.create_sql),
+                )),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
     /// `source_stats`: rows, bytes, errors and batches each source has made durable (counted
@@ -173,6 +219,7 @@ impl SchemaProvider for SystemSchema {
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
         match name {
             "view_errors" => self.view_errors().map(Some),
+            "sources" => self.sources().map(Some),
             "source_stats" => self.source_stats().map(Some),
             _ => Ok(None),
         }

@@ -1,5 +1,5 @@
 //! `nexmark`: the people, auctions and bids of the Nexmark benchmark, as one global event
-//! sequence (`/work/shared/nexmark/GENERATOR.md`).
+//! sequence (`../shared/nexmark/GENERATOR.md` beside the checkout).
 //!
 //! Event `n` is a person, an auction or a bid by `n mod 50` (1:3:46); its ids follow from `n`
 //! and its other fields are drawn from a random stream keyed by (`nexmark.seed`, `n`). So the
