@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use repr::pg_type::{DECLARED_TYPE_KEY, PG_TYPE_OID_KEY};
 
-use super::pg15_relations::{ColumnDef, RelationDef, RELATIONS};
+use super::pg15_relations::{relations, ColumnDef, RelationDef};
 
 /// The Arrow type that holds values of the Postgres type `type_oid`.
 pub(crate) fn arrow_type(type_oid: u32) -> DataType {
@@ -63,7 +63,7 @@ pub(crate) fn relation_schema(relation: &'static RelationDef) -> SchemaRef {
     static SCHEMAS: OnceLock<HashMap<(&'static str, &'static str), SchemaRef>> = OnceLock::new();
     SCHEMAS
         .get_or_init(|| {
-            RELATIONS
+            relations()
                 .iter()
                 .map(|r| {
                     let fields: Vec<Field> = r.columns.iter().map(column_field).collect();
@@ -78,7 +78,7 @@ pub(crate) fn relation_schema(relation: &'static RelationDef) -> SchemaRef {
 
 /// The definition of `schema.name`, if Fluxion presents that relation.
 pub(crate) fn relation_def(schema: &str, name: &str) -> Option<&'static RelationDef> {
-    RELATIONS
+    relations()
         .iter()
         .find(|r| r.schema == schema && r.name == name)
 }

@@ -186,7 +186,7 @@ struct SystemRelations {
 #[async_trait]
 impl SchemaProvider for SystemRelations {
     fn table_names(&self) -> Vec<String> {
-        pg15_relations::RELATIONS
+        pg15_relations::relations()
             .iter()
             .filter(|r| r.schema == self.schema)
             .map(|r| r.name.to_string())

@@ -17,7 +17,7 @@ use storage::ItemKind;
 use crate::catalog::{Catalog, Item, ItemDetails};
 use crate::oids;
 
-use super::pg15_relations::RELATIONS;
+use super::pg15_relations::relations;
 use super::{fluxion_catalog_relations, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 
 /// A schema.
@@ -204,7 +204,7 @@ impl CatalogSnapshot {
     }
 
     fn add_system_relations(&mut self) {
-        for def in RELATIONS {
+        for def in relations() {
             let namespace_oid = if def.schema == PG_CATALOG {
                 oids::PG_CATALOG_NAMESPACE
             } else {
