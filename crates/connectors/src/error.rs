@@ -36,6 +36,12 @@ pub enum ConnectorError {
     /// A stored resume position that cannot be read.
     #[error("invalid resume position \"{0}\"")]
     InvalidPosition(String),
+    /// A `FORMAT`, `ENCODE` or `INCLUDE` that cannot be used.
+    #[error("{0}")]
+    InvalidFormat(String),
+    /// The outside world could not be read (a file, a connection).
+    #[error("{0}")]
+    Upstream(String),
     /// Building a batch failed.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),

@@ -12,11 +12,16 @@
 #![warn(missing_docs)]
 
 mod error;
+mod format;
 mod generator;
 mod options;
 mod pacing;
 mod source;
 
 pub use error::ConnectorError;
+pub use format::{Encoding, Envelope, Format, Include, Metadata};
 pub use options::SourceOptions;
-pub use source::{open_source, source_schema, BadRecord, SourceBatch, SourceReader};
+pub use source::{
+    open_source, source_schema, BadRecord, Change, DurablePosition, OutputChange, SourceBatch,
+    SourceContext, SourceOutput, SourceReader,
+};

@@ -1,25 +1,170 @@
 //! What every connector provides: a reader of batches, each with its resume position.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::RecordBatch;
 use arrow::compute::cast;
 use arrow::datatypes::SchemaRef;
 
+use crate::format::{Format, Include};
 use crate::generator;
 use crate::{ConnectorError, SourceOptions};
 
-/// Rows read from the outside world, and where to resume after them.
+/// Changes read from the outside world, and where to resume after them.
+///
+/// A batch is made durable and visible as a whole, at one timestamp: a connector that reads
+/// upstream transactions (Postgres CDC) puts whole transactions in a batch, never part of
+/// one.
 #[derive(Debug)]
 pub struct SourceBatch {
-    /// The rows, in the source's declared schema.
-    pub rows: RecordBatch,
-    /// The position after these rows (connector-defined text: an event number, file offsets,
-    /// a Kafka offset per partition, an LSN), stored in the log with the rows and handed back
-    /// to [`open_source`] on restart.
+    /// The changes, in the order they happened, each to one of the source's outputs.
+    pub changes: Vec<OutputChange>,
+    /// The position after these changes (connector-defined text: an event number, file
+    /// offsets, a Kafka offset per partition, an LSN), stored in the log with the rows and
+    /// handed back to [`open_source`] on restart.
     pub position: String,
     /// Records that could not be decoded or do not fit the schema; they are kept, not lost.
     pub errors: Vec<BadRecord>,
+}
+
+impl SourceBatch {
+    /// A batch that appends `rows` to the source's own relation (output 0).
+    pub fn inserts(rows: RecordBatch, position: String) -> Self {
+        Self {
+            changes: vec![OutputChange {
+                output: 0,
+                change: Change::Insert(rows),
+            }],
+            position,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The number of rows the batch's changes carry.
+    pub fn row_count(&self) -> usize {
+        self.changes.iter().map(|c| c.change.row_count()).sum()
+    }
+
+    /// The rows of an append-only batch's one insert (what the generators make).
+    #[cfg(test)]
+    pub(crate) fn into_inserted(self) -> RecordBatch {
+        match self.changes.into_iter().next().map(|c| c.change) {
+            Some(Change::Insert(rows)) => rows,
+            other => panic!("not an insert batch: {other:?}"),
+        }
+    }
+}
+
+/// A change to one output of a source.
+#[derive(Debug)]
+pub struct OutputChange {
+    /// The index of the output in [`SourceContext::outputs`].
+    pub output: usize,
+    /// What changed.
+    pub change: Change,
+}
+
+/// What a source says happened to the rows of one output.
+#[derive(Debug)]
+pub enum Change {
+    /// These rows were added.
+    Insert(RecordBatch),
+    /// Each row is now the value of its key (the output's key columns): it replaces the row
+    /// with that key, if any. For each row, `unchanged` lists the columns whose value did not
+    /// change and was not sent (a TOASTed column of Postgres): those keep the current value.
+    /// An empty `unchanged` means every column was sent.
+    Upsert {
+        /// The new rows.
+        rows: RecordBatch,
+        /// Per row, the columns to keep from the current row.
+        unchanged: Vec<Vec<usize>>,
+    },
+    /// The rows with these keys were deleted (only the key columns need be set).
+    Delete(RecordBatch),
+    /// Every row of the output was deleted.
+    Truncate,
+}
+
+impl Change {
+    /// The number of rows the change carries.
+    pub fn row_count(&self) -> usize {
+        match self {
+            Change::Insert(rows) | Change::Upsert { rows, .. } | Change::Delete(rows) => {
+                rows.num_rows()
+            }
+            Change::Truncate => 0,
+        }
+    }
+}
+
+/// A relation a source writes: the source's own (output 0), or, for connectors that read
+/// several upstream relations (Postgres CDC), one per upstream table declared with
+/// `CREATE TABLE … FROM source TABLE '…'`.
+#[derive(Debug, Clone)]
+pub struct SourceOutput {
+    /// The upstream relation it reads (`public.orders`); empty for the source's own relation.
+    pub reference: String,
+    /// Its columns.
+    pub schema: SchemaRef,
+    /// Its key columns, if it has a primary key (needed for [`Change::Upsert`] and
+    /// [`Change::Delete`]).
+    pub key: Option<Vec<usize>>,
+}
+
+/// The latest position whose batch is durable, as the coordinator reports it to a running
+/// reader; a connector that acknowledges upstream (a replication slot's confirmed LSN)
+/// acknowledges only this far.
+#[derive(Debug, Clone, Default)]
+pub struct DurablePosition(Arc<Mutex<Option<String>>>);
+
+impl DurablePosition {
+    /// Records that the batch ending at `position` is durable.
+    pub fn set(&self, position: &str) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(position.to_string());
+    }
+
+    /// The latest durable position, if any batch has been made durable since the start.
+    pub fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Everything a connector is opened with besides its options.
+#[derive(Debug, Clone)]
+pub struct SourceContext {
+    /// The relations it writes; output 0 is the source's own.
+    pub outputs: Vec<SourceOutput>,
+    /// `FORMAT … ENCODE …`, if the statement gave one.
+    pub format: Option<Format>,
+    /// `INCLUDE …` metadata columns.
+    pub include: Vec<Include>,
+    /// The position an earlier batch carried, to resume after; `None` starts from the
+    /// beginning.
+    pub resume: Option<String>,
+    /// Where the coordinator reports what has become durable.
+    pub durable: DurablePosition,
+}
+
+impl SourceContext {
+    /// The context of a source with one relation of `schema` and no format, starting afresh.
+    pub fn new(schema: SchemaRef) -> Self {
+        Self {
+            outputs: vec![SourceOutput {
+                reference: String::new(),
+                schema,
+                key: None,
+            }],
+            format: None,
+            include: Vec::new(),
+            resume: None,
+            durable: DurablePosition::default(),
+        }
+    }
+
+    /// The schema of the source's own relation.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.outputs[0].schema)
+    }
 }
 
 /// A record that could not become a row.
@@ -54,17 +199,18 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
     }
 }
 
-/// Opens the source described by `options`, producing rows of `schema`, resuming after
-/// `resume` (a position an earlier batch carried) or from the start.
+/// Opens the source described by `options`, writing the outputs of `context`, resuming after
+/// its `resume` position (or from the start).
 ///
-/// Every column of `schema` must be one the connector produces (matched by name, cast to the
+/// Every declared column must be one the connector produces (matched by name, cast to the
 /// declared type); unknown or misspelt options are errors.
 pub fn open_source(
     options: &SourceOptions,
-    schema: SchemaRef,
-    resume: Option<&str>,
+    context: SourceContext,
 ) -> Result<Box<dyn SourceReader>, ConnectorError> {
     let connector = connector_name(options)?.to_string();
+    let schema = context.schema();
+    let resume = context.resume.as_deref();
     let reader: Box<dyn SourceReader> = match connector.as_str() {
         "counter" => {
             let produced = generator::counter::schema();
@@ -165,9 +311,25 @@ impl<R: SourceReader> SourceReader for Conformed<R> {
         let Some(batch) = self.inner.next_batch()? else {
             return Ok(None);
         };
-        Ok(Some(SourceBatch {
-            rows: self.columns.apply(&batch.rows)?,
-            ..batch
-        }))
+        let changes = batch
+            .changes
+            .into_iter()
+            .map(|c| {
+                let change = match c.change {
+                    Change::Insert(rows) => Change::Insert(self.columns.apply(&rows)?),
+                    Change::Upsert { rows, unchanged } => Change::Upsert {
+                        rows: self.columns.apply(&rows)?,
+                        unchanged,
+                    },
+                    Change::Delete(rows) => Change::Delete(self.columns.apply(&rows)?),
+                    Change::Truncate => Change::Truncate,
+                };
+                Ok(OutputChange {
+                    output: c.output,
+                    change,
+                })
+            })
+            .collect::<Result<_, ConnectorError>>()?;
+        Ok(Some(SourceBatch { changes, ..batch }))
     }
 }

@@ -70,11 +70,10 @@ impl SourceReader for CounterReader {
         };
         let values = Int64Array::from_iter_values(self.last + 1..=self.last + count);
         self.last += count;
-        Ok(Some(SourceBatch {
-            rows: RecordBatch::try_new(schema(), vec![Arc::new(values)])?,
-            position: self.last.to_string(),
-            errors: Vec::new(),
-        }))
+        Ok(Some(SourceBatch::inserts(
+            RecordBatch::try_new(schema(), vec![Arc::new(values)])?,
+            self.last.to_string(),
+        )))
     }
 }
 
@@ -93,7 +92,7 @@ mod tests {
         let mut total = 0;
         let mut last_position = String::new();
         while let Some(batch) = reader.next_batch().unwrap() {
-            total += batch.rows.num_rows();
+            total += batch.row_count();
             last_position = batch.position;
         }
         assert_eq!(total, 10000);
@@ -105,8 +104,8 @@ mod tests {
         let mut reader =
             CounterReader::open(&options(&[("tick", "0s"), ("max", "5")]), Some("3")).unwrap();
         let batch = reader.next_batch().unwrap().unwrap();
-        let values = batch
-            .rows
+        let rows = batch.into_inserted();
+        let values = rows
             .column(0)
             .as_any()
             .downcast_ref::<Int64Array>()

@@ -123,11 +123,10 @@ impl SourceReader for DatagenReader {
             .map(|(field, generator)| generate(field, generator, rows.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         self.emitted += count;
-        Ok(Some(SourceBatch {
-            rows: RecordBatch::try_new(self.schema.clone(), arrays)?,
-            position: self.emitted.to_string(),
-            errors: Vec::new(),
-        }))
+        Ok(Some(SourceBatch::inserts(
+            RecordBatch::try_new(self.schema.clone(), arrays)?,
+            self.emitted.to_string(),
+        )))
     }
 }
 
@@ -280,7 +279,7 @@ mod tests {
 
     fn read_all(reader: &mut DatagenReader) -> Vec<RecordBatch> {
         std::iter::from_fn(|| reader.next_batch().unwrap())
-            .map(|b| b.rows)
+            .map(SourceBatch::into_inserted)
             .collect()
     }
 

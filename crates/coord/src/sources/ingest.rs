@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use connectors::{ConnectorError, SourceBatch, SourceReader};
+use connectors::{Change, ConnectorError, SourceBatch, SourceReader};
 use repr::{Diff, GlobalId, Row};
 use tokio::sync::mpsc;
 
@@ -104,20 +104,30 @@ impl Coordinator {
             // Dropped while the batch was on its way.
             return Ok(());
         };
-        let rows = batch.rows.num_rows();
-        let bytes = batch.rows.get_array_memory_size() as u64;
+        let rows = batch.row_count();
+        let mut bytes = 0;
         let mut changes = Vec::new();
         let mut appends = Vec::new();
-        if rows > 0 {
+        for change in batch.changes {
+            let Change::Insert(inserted) = change.change else {
+                return Err(CoordError::Internal(
+                    "a source sent a change other than an insert".into(),
+                ));
+            };
+            if inserted.num_rows() == 0 {
+                continue;
+            }
+            bytes += inserted.get_array_memory_size() as u64;
             let updates: Vec<(Row, Diff)> = codecs
                 .rows
-                .encode(&batch.rows)
+                .encode(&inserted)
                 .map_err(|e| CoordError::Internal(e.to_string()))?
                 .into_iter()
                 .map(|row| (row, 1))
                 .collect();
             appends.push((id, codecs.arrangement_pairs(&updates)?));
-            changes.push((id, batch.rows, vec![1; rows]));
+            let count = inserted.num_rows();
+            changes.push((id, inserted, vec![1; count]));
         }
         self.commit_changes(changes, appends, vec![(id, batch.position.clone())])
             .await?;

@@ -12,7 +12,7 @@ mod registry;
 
 use std::sync::Arc;
 
-use connectors::SourceOptions;
+use connectors::{SourceContext, SourceOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
@@ -142,7 +142,7 @@ impl Coordinator {
             }
         }
         // Opening the connector checks every option and the columns.
-        connectors::open_source(&options, planned.desc.schema.clone(), None)
+        connectors::open_source(&options, SourceContext::new(planned.desc.schema.clone()))
             .map_err(connector_error)?;
         Ok(planned)
     }
@@ -164,7 +164,11 @@ impl Coordinator {
             .get(&id)
             .map(|codecs| codecs.schema.clone())
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
-        let reader = match connectors::open_source(&options, schema, resume.as_deref()) {
+        let context = SourceContext {
+            resume: resume.clone(),
+            ..SourceContext::new(schema)
+        };
+        let reader = match connectors::open_source(&options, context) {
             Ok(reader) => reader,
             Err(e) => {
                 let message = e.to_string();

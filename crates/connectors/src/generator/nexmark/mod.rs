@@ -204,11 +204,10 @@ impl SourceReader for NexmarkReader {
         let events = self.next_event..self.next_event + count;
         let rows = self.rows.batch(events)?;
         self.next_event += count;
-        Ok(Some(SourceBatch {
+        Ok(Some(SourceBatch::inserts(
             rows,
-            position: self.next_event.to_string(),
-            errors: Vec::new(),
-        }))
+            self.next_event.to_string(),
+        )))
     }
 }
 
@@ -246,8 +245,8 @@ mod tests {
         let mut batches = Vec::new();
         let mut position = resume.unwrap_or("0").to_string();
         while let Some(batch) = reader.next_batch().unwrap() {
-            position = batch.position;
-            batches.push(batch.rows);
+            position = batch.position.clone();
+            batches.push(batch.into_inserted());
         }
         (batches, position)
     }
@@ -444,7 +443,7 @@ mod tests {
         let mut reader = NexmarkReader::open(&options(&pairs), None).unwrap();
         let mut times = Vec::new();
         while let Some(batch) = reader.next_batch().unwrap() {
-            times.extend(micros(&batch.rows, "date_time"));
+            times.extend(micros(&batch.into_inserted(), "date_time"));
         }
         let expected: Vec<i64> = numbers(NexmarkTable::Person, 0..5000)
             .iter()
