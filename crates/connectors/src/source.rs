@@ -6,6 +6,7 @@ use arrow::array::RecordBatch;
 use arrow::compute::cast;
 use arrow::datatypes::SchemaRef;
 
+use crate::file;
 use crate::format::{Format, Include};
 use crate::generator;
 use crate::{ConnectorError, SourceOptions};
@@ -195,6 +196,9 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
         "datagen" => Err(ConnectorError::Schema(
             "a datagen source must declare its columns".into(),
         )),
+        "file" => Err(ConnectorError::Schema(
+            "a file source must declare its columns".into(),
+        )),
         other => Err(ConnectorError::UnknownConnector(other.into())),
     }
 }
@@ -231,6 +235,7 @@ pub fn open_source(
         "datagen" => Box::new(generator::datagen::DatagenReader::open(
             options, schema, resume,
         )?),
+        "file" => Box::new(file::FileReader::open(options, &context)?),
         other => return Err(ConnectorError::UnknownConnector(other.into())),
     };
     options.reject_unknown(&connector)?;
