@@ -14,6 +14,9 @@ struct Args {
     /// Address of the Postgres-protocol listener.
     #[arg(long, default_value = "127.0.0.1:6877")]
     listen: SocketAddr,
+    /// Address of the HTTP listener (webhook sources: `POST /webhook/<schema>/<source>`).
+    #[arg(long, default_value = "127.0.0.1:6878")]
+    http_listen: SocketAddr,
     /// Directory holding the catalog and the durable log.
     #[arg(long, default_value = "fluxion-data")]
     data_dir: PathBuf,
@@ -51,6 +54,9 @@ async fn run(args: Args) -> Result<(), String> {
     let listener = server::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let http_listener = server::bind(args.http_listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.http_listen))?;
     tracing::info!(data_dir = %args.data_dir.display(), workers, "starting");
     let coord = Coordinator::open(CoordConfig {
         data_dir: args.data_dir.clone(),
@@ -60,8 +66,20 @@ async fn run(args: Args) -> Result<(), String> {
     .await
     .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
     tracing::info!(listen = %args.listen, "accepting Postgres connections");
+    tracing::info!(listen = %args.http_listen, "accepting HTTP requests (webhooks)");
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let http = tokio::spawn(server::serve_http(
+        http_listener,
+        coord.clone(),
+        async move {
+            let mut stop = stop;
+            let _ = stop.wait_for(|stopping| *stopping).await;
+        },
+    ));
     server::serve(listener, coord.clone(), shutdown_signal()).await;
     tracing::info!("shutting down");
+    let _ = stopping.send(true);
+    let _ = http.await;
     coord.shutdown();
     Ok(())
 }

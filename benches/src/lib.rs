@@ -25,6 +25,8 @@ impl BenchServer {
             .args([
                 "--listen",
                 &format!("127.0.0.1:{port}"),
+                "--http-listen",
+                "127.0.0.1:0",
                 "--workers",
                 &workers.to_string(),
             ])

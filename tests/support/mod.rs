@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 pub struct TestServer {
     child: Option<Child>,
     port: u16,
+    http_port: u16,
     data_dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
 }
@@ -44,12 +45,15 @@ impl TestServer {
     /// Starts a server on `data_dir` with extra command-line arguments.
     pub fn start_with_args(data_dir: &Path, extra_args: &[&str]) -> Self {
         let port = free_port();
+        let http_port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log"))
             .or_else(|_| std::fs::File::create("/dev/null"))
             .expect("a log file");
         let child = Command::new(env!("CARGO_BIN_EXE_fluxion"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
+            .arg("--http-listen")
+            .arg(format!("127.0.0.1:{http_port}"))
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--workers")
@@ -66,6 +70,7 @@ impl TestServer {
         let server = Self {
             child: Some(child),
             port,
+            http_port,
             data_dir: data_dir.to_path_buf(),
             _temp: None,
         };
@@ -90,6 +95,11 @@ impl TestServer {
     /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the HTTP listener (webhooks).
+    pub fn http_port(&self) -> u16 {
+        self.http_port
     }
 
     /// The data directory.

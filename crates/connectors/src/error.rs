@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectorError {
     /// The `connector` option names no connector Fluxion has.
-    #[error("unknown connector \"{0}\" (known: counter, datagen, file, nexmark)")]
+    #[error("unknown connector \"{0}\" (known: counter, datagen, file, nexmark, webhook)")]
     UnknownConnector(String),
     /// A required option is missing.
     #[error("option \"{option}\" is required by connector \"{connector}\"")]

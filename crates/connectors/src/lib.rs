@@ -19,12 +19,14 @@ mod generator;
 mod options;
 mod pacing;
 mod source;
+mod webhook;
 
 pub use decode::{Decoded, Decoder, RawRecord};
 pub use error::ConnectorError;
 pub use format::{Encoding, Envelope, Format, Include, Metadata};
 pub use options::SourceOptions;
 pub use source::{
-    open_source, source_schema, BadRecord, Change, DurablePosition, OutputChange, SourceBatch,
-    SourceContext, SourceOutput, SourceReader,
+    open_source, source_schema, BadRecord, Change, DurablePosition, OpenedSource, OutputChange,
+    SourceBatch, SourceContext, SourceOutput, SourceReader,
 };
+pub use webhook::Webhook;

@@ -9,6 +9,7 @@ use arrow::datatypes::SchemaRef;
 use crate::file;
 use crate::format::{Format, Include};
 use crate::generator;
+use crate::webhook::Webhook;
 use crate::{ConnectorError, SourceOptions};
 
 /// Changes read from the outside world, and where to resume after them.
@@ -196,10 +197,31 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
         "datagen" => Err(ConnectorError::Schema(
             "a datagen source must declare its columns".into(),
         )),
-        "file" => Err(ConnectorError::Schema(
-            "a file source must declare its columns".into(),
-        )),
+        "file" | "webhook" => Err(ConnectorError::Schema(format!(
+            "a {} source must declare its columns",
+            connector_name(options)?
+        ))),
         other => Err(ConnectorError::UnknownConnector(other.into())),
+    }
+}
+
+/// An opened source: a reader to pull batches from, or a webhook that requests push to.
+pub enum OpenedSource {
+    /// Read by a thread of its own.
+    Reader(Box<dyn SourceReader>),
+    /// Fed by HTTP requests.
+    Webhook(Webhook),
+}
+
+impl std::fmt::Debug for OpenedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenedSource::Reader(_) => f.write_str("OpenedSource::Reader"),
+            OpenedSource::Webhook(webhook) => f
+                .debug_tuple("OpenedSource::Webhook")
+                .field(webhook)
+                .finish(),
+        }
     }
 }
 
@@ -211,8 +233,11 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
 pub fn open_source(
     options: &SourceOptions,
     context: SourceContext,
-) -> Result<Box<dyn SourceReader>, ConnectorError> {
+) -> Result<OpenedSource, ConnectorError> {
     let connector = connector_name(options)?.to_string();
+    if connector == "webhook" {
+        return Webhook::open(options, &context).map(OpenedSource::Webhook);
+    }
     let schema = context.schema();
     let resume = context.resume.as_deref();
     let reader: Box<dyn SourceReader> = match connector.as_str() {
@@ -239,7 +264,7 @@ pub fn open_source(
         other => return Err(ConnectorError::UnknownConnector(other.into())),
     };
     options.reject_unknown(&connector)?;
-    Ok(reader)
+    Ok(OpenedSource::Reader(reader))
 }
 
 fn connector_name(options: &SourceOptions) -> Result<&str, ConnectorError> {

@@ -74,27 +74,42 @@ impl Coordinator {
             ItemKind::Table,
             &create_sql,
             planned,
+            Vec::new(),
             create.if_not_exists,
         )?;
         Ok(ExecuteResponse::command("CREATE TABLE"))
     }
 
-    /// Records and installs a planned table or source (`kind`) unless its name is taken
-    /// (with `if_not_exists`, a notice); returns its id if it was created. The caller holds
-    /// the sequencer.
+    /// Records and installs a planned table or source (`kind`), which depends on
+    /// `depends_on`, unless its name is taken (with `if_not_exists`, a notice); returns its
+    /// id if it was created. The caller holds the sequencer.
     pub(crate) fn record_table(
         &self,
         session: &mut Session,
         kind: ItemKind,
         create_sql: &str,
         planned: PlannedTable,
+        depends_on: Vec<GlobalId>,
         if_not_exists: bool,
     ) -> Result<Option<GlobalId>, CoordError> {
         if self.exists(session, &planned.schema, &planned.name, if_not_exists)? {
             return Ok(None);
         }
-        let id = self.record_item(&planned.schema, &planned.name, kind, create_sql, Vec::new())?;
-        self.install_table(id, kind, create_sql, planned, self.oracle.read_time() + 1)?;
+        let id = self.record_item(
+            &planned.schema,
+            &planned.name,
+            kind,
+            create_sql,
+            depends_on.clone(),
+        )?;
+        self.install_table(
+            id,
+            kind,
+            create_sql,
+            planned,
+            depends_on,
+            self.oracle.read_time() + 1,
+        )?;
         Ok(Some(id))
     }
 
@@ -410,13 +425,14 @@ impl Coordinator {
     }
 
     /// Makes a table (or a source: `kind`) readable and writable: its codecs, its input and
-    /// arrangement in compute, its catalog entry.
+    /// arrangement in compute, its catalog entry (depending on `depends_on`).
     pub(crate) fn install_table(
         &self,
         id: GlobalId,
         kind: ItemKind,
         create_sql: &str,
         planned: PlannedTable,
+        depends_on: Vec<GlobalId>,
         upper: Timestamp,
     ) -> Result<(), CoordError> {
         let codecs = Arc::new(TableCodecs::new(
@@ -444,7 +460,7 @@ impl Coordinator {
                 schema: planned.schema,
                 kind,
                 create_sql: create_sql.to_string(),
-                depends_on: Vec::new(),
+                depends_on,
                 details: ItemDetails::Relation(Arc::new(table)),
             });
         Ok(())

@@ -47,6 +47,7 @@ pub use copy::{CopyFormat, CopyOptions};
 pub use error::CoordError;
 pub use response::ExecuteResponse;
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
+pub use sources::{WebhookError, WebhookReceipt};
 
 /// The ParameterStatus values a new session of `user` reports, given the settings its
 /// client's startup message asked for.

@@ -29,6 +29,7 @@ impl Coordinator {
         for item in items.iter().filter(|i| i.kind == ItemKind::Schema) {
             self.install_schema(item.id, &item.name, &item.create_sql);
         }
+        self.install_source_errors()?;
         let mut tables = 0;
         for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
             let Some(Statement::CreateTable(create)) = parse(&item.create_sql)?.pop() else {
@@ -38,7 +39,14 @@ impl Coordinator {
                 )));
             };
             let planned = self.plan_table(&create)?;
-            self.install_table(item.id, ItemKind::Table, &item.create_sql, planned, 0)?;
+            self.install_table(
+                item.id,
+                ItemKind::Table,
+                &item.create_sql,
+                planned,
+                item.depends_on.clone(),
+                0,
+            )?;
             tables += 1;
         }
         let mut sources = Vec::new();
@@ -52,7 +60,14 @@ impl Coordinator {
                 )));
             };
             let planned = self.plan_source(&create)?;
-            self.install_table(item.id, ItemKind::Source, &item.create_sql, planned, 0)?;
+            self.install_table(
+                item.id,
+                ItemKind::Source,
+                &item.create_sql,
+                planned,
+                item.depends_on.clone(),
+                0,
+            )?;
             sources.push((item.id, create));
         }
         let replayed = self.replay(&records)?;

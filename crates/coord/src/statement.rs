@@ -79,6 +79,20 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
     Ok(statements)
 }
 
+/// The object name written in `text` (`orders`, `shop.orders`, `"Odd Name"`), as in an
+/// option's value.
+pub(crate) fn parse_object_name(text: &str) -> Result<ast::ObjectName, CoordError> {
+    let syntax =
+        |e: datafusion::sql::sqlparser::parser::ParserError| CoordError::Syntax(e.to_string());
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(text).map_err(syntax)?;
+    let name = parser.parse_object_name(false).map_err(syntax)?;
+    if parser.peek_token().token != Token::EOF {
+        return Err(CoordError::Syntax(format!("\"{text}\" is not a name")));
+    }
+    Ok(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

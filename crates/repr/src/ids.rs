@@ -9,8 +9,28 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct GlobalId(pub u64);
 
+impl GlobalId {
+    /// Where the ids of the system's own relations (`fluxion_catalog.source_errors`) start;
+    /// the allocator of user ids never gets near it.
+    const SYSTEM_BASE: u64 = 1 << 62;
+
+    /// The `n`th system relation's id.
+    pub const fn system(n: u64) -> Self {
+        Self(Self::SYSTEM_BASE + n)
+    }
+
+    /// Whether this is a system relation's id.
+    pub fn is_system(self) -> bool {
+        self.0 >= Self::SYSTEM_BASE
+    }
+}
+
 impl fmt::Display for GlobalId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "u{}", self.0)
+        if self.is_system() {
+            write!(f, "s{}", self.0 - Self::SYSTEM_BASE)
+        } else {
+            write!(f, "u{}", self.0)
+        }
     }
 }

@@ -4,10 +4,12 @@
 //! then hands simple-query, extended-query and COPY messages of each connection to its
 //! [`connection::Connection`]. Arrow results become DataRows in text or binary format;
 //! coordinator errors become ErrorResponses with their SQLSTATE (chosen in [`sqlstate`]).
+//! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
 mod connection;
 mod copy_out;
+mod http;
 mod params;
 mod rows;
 mod simple_query;
@@ -26,6 +28,8 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{ConnectionManager, PgWireServerHandlers};
 use tokio::net::TcpListener;
+
+pub use http::serve_http;
 
 use connection::Connection;
 use startup::TrustStartup;

@@ -288,7 +288,7 @@ fn unusable_options_and_formats_are_errors() {
         pairs.extend_from_slice(extra);
         options(&pairs)
     };
-    let is_format_error = |result: Result<Box<dyn SourceReader>, ConnectorError>| {
+    let is_format_error = |result: Result<crate::OpenedSource, ConnectorError>| {
         matches!(result, Err(ConnectorError::InvalidFormat(_)))
     };
     assert!(is_format_error(open_source(

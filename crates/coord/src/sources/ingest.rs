@@ -9,12 +9,17 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use connectors::{Change, ConnectorError, SourceBatch, SourceReader};
+use std::collections::BTreeMap;
+
+use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceReader};
+use datafusion::arrow::array::RecordBatch;
 use repr::{Diff, GlobalId, Row};
 use tokio::sync::mpsc;
 
+use super::errors::{bad_record_rows, SOURCE_ERRORS};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::table_rows::TableCodecs;
 
 /// Batches read ahead of the one being committed.
 const READ_AHEAD: usize = 4;
@@ -23,11 +28,13 @@ const READ_AHEAD: usize = 4;
 /// set, the source ends or fails, or the coordinator goes away.
 pub(super) fn spawn(
     coordinator: Weak<Coordinator>,
-    id: GlobalId,
-    name: String,
+    wiring: SourceWiring,
     mut reader: Box<dyn SourceReader>,
     stop: Arc<AtomicBool>,
+    durable: DurablePosition,
 ) {
+    let id = wiring.outputs[0];
+    let name = wiring.name.clone();
     let (batches, mut received) =
         mpsc::channel::<Result<Option<SourceBatch>, ConnectorError>>(READ_AHEAD);
     let reader_stop = stop.clone();
@@ -57,13 +64,17 @@ pub(super) fn spawn(
             };
             match next {
                 Ok(Some(batch)) => {
-                    if let Err(e) = coordinator.commit_source_batch(id, batch).await {
-                        tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
-                        coordinator.sources.update(id, |stats| {
-                            stats.status = "failed";
-                            stats.last_error = Some(e.to_string());
-                        });
-                        break;
+                    let position = batch.position.clone();
+                    match coordinator.commit_source_batch(&wiring, batch).await {
+                        Ok(()) => durable.set(&position),
+                        Err(e) => {
+                            tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
+                            coordinator.sources.update(id, |stats| {
+                                stats.status = "failed";
+                                stats.last_error = Some(e.to_string());
+                            });
+                            break;
+                        }
                     }
                 }
                 Ok(None) => {
@@ -86,55 +97,125 @@ pub(super) fn spawn(
     });
 }
 
+/// Where a source's batches go: its outputs (output 0 is the source itself) and the table
+/// its `error_table` option names.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceWiring {
+    /// The source's name, as `source_errors` records it.
+    pub name: String,
+    /// The relation of each output index.
+    pub outputs: Vec<GlobalId>,
+    /// The user table that also receives bad records.
+    pub error_table: Option<GlobalId>,
+}
+
 impl Coordinator {
-    /// Makes one batch of source `id` durable with its position, then visible.
+    /// Makes one batch of the source wired as `wiring` durable with its position, then
+    /// visible: its changes, its bad records (in `source_errors` and the error table) and
+    /// its position in one log record, at one timestamp.
     pub(crate) async fn commit_source_batch(
         &self,
-        id: GlobalId,
+        wiring: &SourceWiring,
         batch: SourceBatch,
     ) -> Result<(), CoordError> {
+        let id = wiring.outputs[0];
         let _sequencer = self.sequencer.clone().lock_owned().await;
-        let Some(codecs) = self
+        let codecs = self
             .table_codecs
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&id)
-            .cloned()
-        else {
+            .clone();
+        if !codecs.contains_key(&id) {
             // Dropped while the batch was on its way.
             return Ok(());
-        };
-        let rows = batch.row_count();
+        }
+        let unchanged_position = self
+            .sources
+            .position(id)
+            .is_some_and(|p| p == batch.position);
+        if batch.changes.is_empty() && batch.errors.is_empty() && unchanged_position {
+            return Ok(());
+        }
+        let rows = batch.row_count() as u64;
         let mut bytes = 0;
+        let mut by_output: BTreeMap<usize, Vec<Change>> = BTreeMap::new();
+        for change in batch.changes {
+            by_output
+                .entry(change.output)
+                .or_default()
+                .push(change.change);
+        }
         let mut changes = Vec::new();
         let mut appends = Vec::new();
-        for change in batch.changes {
-            let Change::Insert(inserted) = change.change else {
-                return Err(CoordError::Internal(
-                    "a source sent a change other than an insert".into(),
-                ));
+        for (output, output_changes) in by_output {
+            let table = *wiring.outputs.get(output).ok_or_else(|| {
+                CoordError::Internal(format!("source {id} wrote to unknown output {output}"))
+            })?;
+            let Some(codecs) = codecs.get(&table) else {
+                continue;
             };
-            if inserted.num_rows() == 0 {
+            let append_only = codecs.key.is_none()
+                && output_changes
+                    .iter()
+                    .all(|c| matches!(c, Change::Insert(_)));
+            if append_only {
+                for change in output_changes {
+                    if let Change::Insert(inserted) = change {
+                        bytes += inserted.get_array_memory_size() as u64;
+                        append(&mut changes, &mut appends, table, codecs, inserted)?;
+                    }
+                }
                 continue;
             }
-            bytes += inserted.get_array_memory_size() as u64;
-            let updates: Vec<(Row, Diff)> = codecs
-                .rows
-                .encode(&inserted)
-                .map_err(|e| CoordError::Internal(e.to_string()))?
-                .into_iter()
-                .map(|row| (row, 1))
-                .collect();
-            appends.push((id, codecs.arrangement_pairs(&updates)?));
-            let count = inserted.num_rows();
-            changes.push((id, inserted, vec![1; count]));
+            let updates = self.source_updates(table, codecs, output_changes).await?;
+            if updates.is_empty() {
+                continue;
+            }
+            let decoded = codecs.decode(&updates)?;
+            bytes += decoded.get_array_memory_size() as u64;
+            appends.push((table, codecs.arrangement_pairs(&updates)?));
+            changes.push((table, decoded, updates.iter().map(|(_, d)| *d).collect()));
+        }
+        let errors = batch.errors.len() as u64;
+        if !batch.errors.is_empty() {
+            let bad = bad_record_rows(&wiring.name, &batch.errors)?;
+            let targets = std::iter::once(SOURCE_ERRORS).chain(wiring.error_table);
+            for target in targets {
+                if let Some(codecs) = codecs.get(&target) {
+                    append(&mut changes, &mut appends, target, codecs, bad.clone())?;
+                }
+            }
         }
         self.commit_changes(changes, appends, vec![(id, batch.position.clone())])
             .await?;
-        let errors = batch.errors.len() as u64;
         self.sources.update(id, |stats| {
-            stats.record_batch(rows as u64, bytes, errors, batch.position)
+            stats.record_batch(rows, bytes, errors, batch.position)
         });
         Ok(())
     }
+}
+
+/// Adds the insertion of `rows` into `table` to a commit's log changes and arrangement
+/// updates.
+fn append(
+    changes: &mut Vec<(GlobalId, RecordBatch, Vec<Diff>)>,
+    appends: &mut Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
+    table: GlobalId,
+    codecs: &TableCodecs,
+    rows: RecordBatch,
+) -> Result<(), CoordError> {
+    if rows.num_rows() == 0 {
+        return Ok(());
+    }
+    let updates: Vec<(Row, Diff)> = codecs
+        .rows
+        .encode(&rows)
+        .map_err(|e| CoordError::Internal(e.to_string()))?
+        .into_iter()
+        .map(|row| (row, 1))
+        .collect();
+    appends.push((table, codecs.arrangement_pairs(&updates)?));
+    let count = rows.num_rows();
+    changes.push((table, rows, vec![1; count]));
+    Ok(())
 }

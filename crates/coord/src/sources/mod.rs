@@ -7,18 +7,23 @@
 //! the connector's position after it. On restart the log gives back the rows and the last
 //! position, and the connector resumes there: nothing lost, nothing twice.
 
+mod apply;
+mod errors;
 mod ingest;
 mod registry;
+mod webhook;
 
 use std::sync::Arc;
 
-use connectors::{SourceContext, SourceOptions};
+use connectors::{Format, Include, OpenedSource, SourceContext, SourceOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
 use storage::ItemKind;
 
+pub(crate) use errors::{source_errors_relation, source_errors_schema, SOURCE_ERRORS_NAME};
 pub(crate) use registry::{SourceRegistry, SourceStats};
+pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;
 use crate::ddl::{qualified_name, stored_name, PlannedTable};
@@ -26,6 +31,7 @@ use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::source_statements::{CreateSource, DropSource};
+use ingest::SourceWiring;
 
 /// The connectors that make up their own rows and take no FORMAT or INCLUDE.
 const GENERATORS: [&str; 3] = ["counter", "datagen", "nexmark"];
@@ -39,6 +45,7 @@ impl Coordinator {
         mut create: CreateSource,
     ) -> Result<ExecuteResponse, CoordError> {
         create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
+        let error_table = self.resolve_error_table(session, &mut create)?;
         let create_sql = create.to_string();
         let planned = self.plan_source(&create)?;
         if create.watermark.is_some() {
@@ -56,6 +63,7 @@ impl Coordinator {
             ItemKind::Source,
             &create_sql,
             planned,
+            error_table.into_iter().collect(),
             create.if_not_exists,
         )?;
         drop(sequencer);
@@ -92,7 +100,7 @@ impl Coordinator {
 
     /// The source's relation: its declared columns, or the columns its connector produces.
     pub(crate) fn plan_source(&self, create: &CreateSource) -> Result<PlannedTable, CoordError> {
-        let options = SourceOptions::new(create.options.clone());
+        let options = connector_options(create);
         let connector = options.connector().map(str::to_lowercase).ok_or_else(|| {
             CoordError::InvalidStatement("CREATE SOURCE needs WITH (connector = '…')".into())
         })?;
@@ -102,11 +110,6 @@ impl Coordinator {
             return Err(CoordError::InvalidStatement(format!(
                 "connector \"{connector}\" makes up its rows: it takes no FORMAT or INCLUDE"
             )));
-        }
-        if !create.include.is_empty() || create.format.is_some() {
-            return Err(CoordError::Unsupported(
-                "FORMAT and INCLUDE (no connector that reads them is available yet)".into(),
-            ));
         }
         let planned = if create.columns.is_empty() {
             if !create.constraints.is_empty() {
@@ -142,8 +145,12 @@ impl Coordinator {
             }
         }
         // Opening the connector checks every option and the columns.
-        connectors::open_source(&options, SourceContext::new(planned.desc.schema.clone()))
-            .map_err(connector_error)?;
+        let context = SourceContext {
+            format: source_format(create)?,
+            include: source_include(create)?,
+            ..SourceContext::new(planned.desc.schema.clone())
+        };
+        connectors::open_source(&options, context).map_err(connector_error)?;
         Ok(planned)
     }
 
@@ -154,9 +161,10 @@ impl Coordinator {
         create: &CreateSource,
         resume: Option<String>,
     ) -> Result<(), CoordError> {
-        let options = SourceOptions::new(create.options.clone());
+        let options = connector_options(create);
         let connector = options.connector().unwrap_or_default().to_lowercase();
         let stop = self.sources.register(id, &connector, resume.clone());
+        let wiring = self.source_wiring(id, create);
         let schema: SchemaRef = self
             .table_codecs
             .read()
@@ -165,11 +173,14 @@ impl Coordinator {
             .map(|codecs| codecs.schema.clone())
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
         let context = SourceContext {
+            format: source_format(create)?,
+            include: source_include(create)?,
             resume: resume.clone(),
             ..SourceContext::new(schema)
         };
-        let reader = match connectors::open_source(&options, context) {
-            Ok(reader) => reader,
+        let durable = context.durable.clone();
+        let opened = match connectors::open_source(&options, context) {
+            Ok(opened) => opened,
             Err(e) => {
                 let message = e.to_string();
                 self.sources.update(id, |stats| {
@@ -179,13 +190,12 @@ impl Coordinator {
                 return Err(connector_error(e));
             }
         };
-        ingest::spawn(
-            Arc::downgrade(&self.arc()?),
-            id,
-            create.name.to_string(),
-            reader,
-            stop,
-        );
+        match opened {
+            OpenedSource::Reader(reader) => {
+                ingest::spawn(Arc::downgrade(&self.arc()?), wiring, reader, stop, durable)
+            }
+            OpenedSource::Webhook(webhook) => self.sources.set_webhook(id, webhook, wiring),
+        }
         Ok(())
     }
 
@@ -193,6 +203,103 @@ impl Coordinator {
     pub(crate) fn stop_source(&self, id: GlobalId) {
         self.sources.remove(id);
     }
+
+    /// Where source `id`'s batches go.
+    fn source_wiring(&self, id: GlobalId, create: &CreateSource) -> SourceWiring {
+        let catalog = crate::catalog::read(&self.catalog);
+        let error_table = error_table_name(create).and_then(|name| {
+            let (schema, table) = name.split_once('.')?;
+            catalog.by_name(schema, table).map(|item| item.id)
+        });
+        SourceWiring {
+            name: catalog
+                .get(id)
+                .map(|item| item.name.clone())
+                .unwrap_or_else(|| create.name.to_string()),
+            outputs: vec![id],
+            error_table,
+        }
+    }
+
+    /// Checks the table the `error_table` option names (it must exist and have the columns
+    /// of `source_errors`), writes its qualified name back into the option, and returns its
+    /// id (the source depends on it).
+    fn resolve_error_table(
+        &self,
+        session: &Session,
+        create: &mut CreateSource,
+    ) -> Result<Option<GlobalId>, CoordError> {
+        let Some(name) = error_table_name(create) else {
+            return Ok(None);
+        };
+        let object = crate::statement::parse_object_name(&name)?;
+        let item = self.resolve_item(session, &object)?;
+        let fits = item.kind == ItemKind::Table
+            && match &item.details {
+                crate::catalog::ItemDetails::Relation(table) => {
+                    errors::fits_error_table(&table.desc.schema)
+                }
+                _ => false,
+            };
+        if !fits {
+            return Err(CoordError::InvalidSourceOption(format!(
+                "error_table \"{name}\" must be a table with the columns of \
+                 fluxion_catalog.source_errors: (source text NOT NULL, position text, raw text, \
+                 error text NOT NULL, received_at timestamptz NOT NULL)"
+            )));
+        }
+        let qualified = format!("{}.{}", item.schema, item.name);
+        for (option, value) in &mut create.options {
+            if option == errors::ERROR_TABLE_OPTION {
+                *value = qualified.clone();
+            }
+        }
+        Ok(Some(item.id))
+    }
+}
+
+/// The source's options for its connector: all but the coordinator's own (`error_table`).
+fn connector_options(create: &CreateSource) -> SourceOptions {
+    SourceOptions::new(
+        create
+            .options
+            .iter()
+            .filter(|(option, _)| option != errors::ERROR_TABLE_OPTION)
+            .cloned(),
+    )
+}
+
+/// The value of the `error_table` option.
+fn error_table_name(create: &CreateSource) -> Option<String> {
+    create
+        .options
+        .iter()
+        .find(|(option, _)| option == errors::ERROR_TABLE_OPTION)
+        .map(|(_, value)| value.clone())
+}
+
+/// `FORMAT … ENCODE …` of the statement.
+fn source_format(create: &CreateSource) -> Result<Option<Format>, CoordError> {
+    match (&create.format, &create.encode) {
+        (Some(format), Some(encode)) => Format::parse(format, encode)
+            .map(Some)
+            .map_err(connector_error),
+        (None, None) => Ok(None),
+        _ => Err(CoordError::InvalidStatement(
+            "FORMAT needs ENCODE (FORMAT PLAIN ENCODE JSON)".into(),
+        )),
+    }
+}
+
+/// `INCLUDE …` of the statement.
+fn source_include(create: &CreateSource) -> Result<Vec<Include>, CoordError> {
+    create
+        .include
+        .iter()
+        .map(|(what, column)| {
+            Include::parse(what, column.as_ref().map(|c| c.value.as_str())).map_err(connector_error)
+        })
+        .collect()
 }
 
 /// A connector's error as the coordinator reports it.

@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use connectors::Webhook;
 use repr::GlobalId;
+
+use super::ingest::SourceWiring;
 
 /// How often the rows/s figure is refreshed.
 const RATE_WINDOW_SECS: f64 = 5.0;
@@ -78,6 +81,8 @@ struct Entry {
     stats: SourceStats,
     /// Set to stop the source's reader and ingest task.
     stop: Arc<AtomicBool>,
+    /// A webhook source's decoder and where its requests' rows go.
+    webhook: Option<(Arc<Webhook>, SourceWiring)>,
 }
 
 /// Every source of the catalog, by id.
@@ -97,7 +102,9 @@ impl SourceRegistry {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a source resuming after `position`; returns the flag that stops it.
+    /// Registers a source resuming after `position`; returns the flag that stops it. A
+    /// source registered again (restarted with new outputs) stops its old reader and keeps
+    /// its statistics.
     pub fn register(
         &self,
         id: GlobalId,
@@ -105,14 +112,44 @@ impl SourceRegistry {
         position: Option<String>,
     ) -> Arc<AtomicBool> {
         let stop = Arc::new(AtomicBool::new(false));
-        self.lock().insert(
+        let mut entries = self.lock();
+        let stats = match entries.remove(&id) {
+            Some(old) => {
+                old.stop.store(true, Ordering::Release);
+                SourceStats {
+                    status: "running",
+                    position,
+                    ..old.stats
+                }
+            }
+            None => SourceStats::new(connector, position),
+        };
+        entries.insert(
             id,
             Entry {
-                stats: SourceStats::new(connector, position),
+                stats,
                 stop: stop.clone(),
+                webhook: None,
             },
         );
         stop
+    }
+
+    /// Makes registered source `id` receive webhook requests with `webhook`.
+    pub fn set_webhook(&self, id: GlobalId, webhook: Webhook, wiring: SourceWiring) {
+        if let Some(entry) = self.lock().get_mut(&id) {
+            entry.webhook = Some((Arc::new(webhook), wiring));
+        }
+    }
+
+    /// Webhook source `id`'s decoder and wiring, if it is a running webhook source.
+    pub fn webhook(&self, id: GlobalId) -> Option<(Arc<Webhook>, SourceWiring)> {
+        self.lock().get(&id)?.webhook.clone()
+    }
+
+    /// The position after source `id`'s last durable batch.
+    pub fn position(&self, id: GlobalId) -> Option<String> {
+        self.lock().get(&id)?.stats.position.clone()
     }
 
     /// Stops a source and forgets it.

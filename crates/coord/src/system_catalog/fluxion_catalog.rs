@@ -13,7 +13,9 @@ use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
 
 use crate::catalog::Catalog;
-use crate::sources::SourceRegistry;
+use crate::sources::{
+    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS_NAME,
+};
 
 /// The relations of `fluxion_catalog` and their columns.
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
@@ -21,7 +23,17 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("view_errors", view_errors_schema()),
         ("sources", sources_schema()),
         ("source_stats", source_stats_schema()),
+        (SOURCE_ERRORS_NAME, source_errors_schema()),
     ]
+}
+
+/// The OID of relation `name` of `fluxion_catalog` (they follow the namespace's).
+pub(crate) fn relation_oid(name: &str) -> u32 {
+    let position = relations()
+        .iter()
+        .position(|(n, _)| *n == name)
+        .unwrap_or_default();
+    crate::oids::FLUXION_CATALOG_NAMESPACE + 1 + position as u32
 }
 
 /// `sources`: one row per source.
@@ -221,6 +233,9 @@ impl SchemaProvider for SystemSchema {
             "view_errors" => self.view_errors().map(Some),
             "sources" => self.sources().map(Some),
             "source_stats" => self.source_stats().map(Some),
+            SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
+                SOURCE_ERRORS_NAME,
+            ))))),
             _ => Ok(None),
         }
     }

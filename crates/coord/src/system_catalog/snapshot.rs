@@ -237,14 +237,14 @@ impl CatalogSnapshot {
                 item: None,
             });
         }
-        for (position, (name, schema)) in fluxion_catalog_relations().iter().enumerate() {
+        for (name, schema) in fluxion_catalog_relations() {
             self.relations.push(Relation {
-                oid: oids::FLUXION_CATALOG_NAMESPACE + 1 + position as u32,
+                oid: super::fluxion_catalog::relation_oid(name),
                 name: name.to_string(),
                 namespace: SYSTEM_SCHEMA.to_string(),
                 namespace_oid: oids::FLUXION_CATALOG_NAMESPACE,
                 kind: 'v',
-                columns: columns_of(schema, &BTreeMap::new()),
+                columns: columns_of(&schema, &BTreeMap::new()),
                 row_type_oid: 0,
                 view_query: None,
                 item: None,
