@@ -8,6 +8,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::format::{Format, Include};
 use crate::generator;
+use crate::postgres_cdc;
 use crate::{ConnectorError, SourceOptions};
 
 /// Changes read from the outside world, and where to resume after them.
@@ -195,6 +196,7 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
         "datagen" => Err(ConnectorError::Schema(
             "a datagen source must declare its columns".into(),
         )),
+        postgres_cdc::CONNECTOR => Ok(postgres_cdc::schema()),
         other => Err(ConnectorError::UnknownConnector(other.into())),
     }
 }
@@ -231,6 +233,7 @@ pub fn open_source(
         "datagen" => Box::new(generator::datagen::DatagenReader::open(
             options, schema, resume,
         )?),
+        postgres_cdc::CONNECTOR => Box::new(postgres_cdc::CdcReader::open(options, context)?),
         other => return Err(ConnectorError::UnknownConnector(other.into())),
     };
     options.reject_unknown(&connector)?;
