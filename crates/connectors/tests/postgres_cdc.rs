@@ -600,3 +600,131 @@ fn dropping_the_slot_removes_it() {
     assert_eq!(pg.sql("SELECT count(*) FROM pg_replication_slots"), "0");
     postgres_cdc::drop_slot(&pg.options()).unwrap();
 }
+
+/// Applies the changes of `batch` to `output` (inserts only, and the snapshot's truncate)
+/// to `into`, the output's ids (an int first column).
+fn inserted_ids(batch: &SourceBatch, output: usize, into: &mut Vec<i32>) {
+    for change in batch.changes.iter().filter(|c| c.output == output) {
+        match &change.change {
+            Change::Insert(rows) | Change::Upsert { rows, .. } => {
+                into.extend(rows.column(0).as_primitive::<Int32Type>().values());
+            }
+            Change::Truncate => into.clear(),
+            Change::Delete(_) => panic!("only inserts were made"),
+        }
+    }
+}
+
+/// Starts inserting `range` into tables `a` and `b`, one transaction per row each, while
+/// the test goes on.
+fn start_writing(pg: &Postgres, range: std::ops::RangeInclusive<i32>) -> std::process::Child {
+    let script: String = range
+        .map(|i| {
+            format!(
+                "INSERT INTO a VALUES ({i});\nINSERT INTO b VALUES ({i});\nSELECT pg_sleep(0.01);\n"
+            )
+        })
+        .collect();
+    let path = pg.dir.join("writes.sql");
+    std::fs::write(&path, script).unwrap();
+    Command::new(pg.bin.join("psql"))
+        .args(["-X", "-q", "-h", "127.0.0.1", "-p", &pg.port.to_string()])
+        .args(["-U", "postgres", "-d", "shop", "-o", "/dev/null", "-f"])
+        .arg(&path)
+        .spawn()
+        .unwrap()
+}
+
+/// Reads until `writer` has ended and every upstream row of each `(output, table)` has
+/// arrived; returns the ids per output.
+fn read_while_writing(
+    pg: &Postgres,
+    reader: &mut dyn SourceReader,
+    writer: &mut std::process::Child,
+    tables: &[(usize, &str)],
+    ids: &mut [Vec<i32>],
+) -> String {
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "timed out");
+        let batch = reader.next_batch().unwrap().unwrap();
+        for (i, (output, _)) in tables.iter().enumerate() {
+            inserted_ids(&batch, *output, &mut ids[i]);
+        }
+        if writer.try_wait().unwrap().is_some()
+            && tables.iter().enumerate().all(|(i, (_, table))| {
+                ids[i].len()
+                    >= pg
+                        .sql(&format!("SELECT count(*) FROM {table}"))
+                        .parse()
+                        .unwrap()
+            })
+        {
+            let idle = reader.next_batch().unwrap().unwrap();
+            assert!(idle.changes.is_empty(), "more rows than upstream has");
+            return batch.position;
+        }
+    }
+}
+
+/// Ids of `table` upstream, in order.
+fn upstream_ids(pg: &Postgres, table: &str) -> Vec<i32> {
+    pg.sql(&format!("SELECT id FROM {table} ORDER BY id"))
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn snapshots_taken_during_writes_join_the_stream_exactly() {
+    let pg = Postgres::start();
+    pg.sql(
+        "CREATE TABLE a (id int); CREATE TABLE b (id int);
+         INSERT INTO a SELECT generate_series(1, 50); INSERT INTO b SELECT generate_series(1, 50);",
+    );
+    let schema = Arc::new(Schema::new(vec![field("id", DataType::Int32, true)]));
+    let durable = DurablePosition::default();
+
+    // The slot and its snapshot are made while rows are being written.
+    let mut writer = start_writing(&pg, 51..=200);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut first = context(&[("public.a", schema.clone(), None)], None);
+    first.durable = durable.clone();
+    let mut reader = open_source(&pg.options(), first).unwrap();
+    let mut a_ids = vec![Vec::new()];
+    let position = read_while_writing(&pg, reader.as_mut(), &mut writer, &[(1, "a")], &mut a_ids);
+    let mut a_ids = a_ids.remove(0);
+    a_ids.sort();
+    assert_eq!(a_ids, upstream_ids(&pg, "a"));
+    durable.set(&position);
+    drop(reader);
+
+    // Table b joins the source later: its snapshot comes from a temporary slot, again
+    // while rows are being written.
+    let mut writer = start_writing(&pg, 201..=350);
+    std::thread::sleep(Duration::from_millis(100));
+    let tables = [
+        ("public.a", schema.clone(), None),
+        ("public.b", schema, None),
+    ];
+    let mut second = context(&tables, Some(position));
+    second.durable = durable;
+    let mut reader = open_source(&pg.options(), second).unwrap();
+    let mut ids = vec![a_ids, Vec::new()];
+    read_while_writing(
+        &pg,
+        reader.as_mut(),
+        &mut writer,
+        &[(1, "a"), (2, "b")],
+        &mut ids,
+    );
+    for (mut ids, table) in ids.into_iter().zip(["a", "b"]) {
+        ids.sort();
+        assert_eq!(ids, upstream_ids(&pg, table), "table {table}");
+    }
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM pg_replication_slots"),
+        "1",
+        "the temporary slot is gone"
+    );
+}

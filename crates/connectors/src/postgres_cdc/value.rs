@@ -98,13 +98,14 @@ pub(crate) fn parse(text: &str, data_type: &DataType) -> Result<Value, String> {
                     + i64::from(time.nanosecond() / 1_000),
             )
         }
-        DataType::Timestamp(TimeUnit::Microsecond, zone) => {
-            let micros = match zone {
-                Some(_) => DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%#z")
-                    .map(|at| at.timestamp_micros()),
-                None => NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
-                    .map(|at| at.and_utc().timestamp_micros()),
-            };
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            // A timestamptz has an offset; a timestamp, read in the UTC session, has none.
+            let micros = DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%#z")
+                .map(|at| at.timestamp_micros())
+                .or_else(|_| {
+                    NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+                        .map(|at| at.and_utc().timestamp_micros())
+                });
             Value::Timestamp(micros.map_err(|_| invalid("a timestamp"))?)
         }
         DataType::List(element) => Value::List(parse_list(text, element)?),
@@ -240,6 +241,10 @@ mod tests {
         assert_eq!(parse("70000", &DataType::Int32), Ok(Value::Int32(70000)));
         assert_eq!(parse("1.5", &DataType::Float64), Ok(Value::Float64(1.5)));
         assert!(matches!(parse("NaN", &DataType::Float32), Ok(Value::Float32(x)) if x.is_nan()));
+        assert_eq!(
+            parse("-Infinity", &DataType::Float64),
+            Ok(Value::Float64(f64::NEG_INFINITY))
+        );
         assert_eq!(parse("t", &DataType::Boolean), Ok(Value::Boolean(true)));
         assert!(parse("70000", &DataType::Int16).is_err());
         assert!(parse("yes", &DataType::Boolean).is_err());
@@ -283,6 +288,14 @@ mod tests {
         assert_eq!(
             parse("2024-01-02 05:04:05+02", &utc),
             Ok(Value::Timestamp(1_704_164_645_000_000))
+        );
+        assert_eq!(
+            parse("1970-01-01 00:00:01+00", &naive),
+            Ok(Value::Timestamp(1_000_000))
+        );
+        assert_eq!(
+            parse("1970-01-01 00:00:01", &utc),
+            Ok(Value::Timestamp(1_000_000))
         );
         assert!(parse("infinity", &utc).is_err());
         assert!(parse("2024-01-02 03:04:05+00 BC", &utc).is_err());
