@@ -728,3 +728,41 @@ fn snapshots_taken_during_writes_join_the_stream_exactly() {
         "the temporary slot is gone"
     );
 }
+
+#[test]
+fn a_table_read_without_a_key_gets_whole_old_rows_deleted() {
+    let pg = Postgres::start();
+    pg.sql(
+        "CREATE TABLE notes (id int, body text);
+         ALTER TABLE notes REPLICA IDENTITY FULL;
+         INSERT INTO notes VALUES (1, 'one'), (2, 'two');",
+    );
+    let schema = Arc::new(Schema::new(vec![
+        field("id", DataType::Int32, true),
+        field("body", DataType::Utf8, true),
+    ]));
+    let tables = [("public.notes", schema, None)];
+    let mut reader = open_source(&pg.options(), context(&tables, None)).unwrap();
+    let mut model = Model::default();
+    for batch in read_until(reader.as_mut(), |b| has_snapshot(b, "public.notes")) {
+        model.apply(&batch, 1);
+    }
+    pg.sql("UPDATE notes SET body = 'uno' WHERE id = 1");
+    pg.sql("DELETE FROM notes WHERE id = 2");
+    pg.sql("INSERT INTO notes VALUES (3, 'three')");
+    let batches = read_until(reader.as_mut(), |b| ids(b, 1).contains(&3));
+    let mut kinds = Vec::new();
+    for batch in &batches {
+        model.apply(batch, 1);
+        kinds.extend(batch.changes.iter().map(|c| match &c.change {
+            Change::Insert(_) => "insert",
+            Change::Delete(rows) => {
+                assert!(rows.column(1).null_count() == 0, "the whole old row");
+                "delete"
+            }
+            _ => "other",
+        }));
+    }
+    assert_eq!(kinds, ["delete", "insert", "delete", "insert"]);
+    assert_eq!(model.lines(), "1|uno\n3|three");
+}
