@@ -4,7 +4,9 @@
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectorError {
     /// The `connector` option names no connector Fluxion has.
-    #[error("unknown connector \"{0}\" (known: counter, datagen, file, nexmark, webhook)")]
+    #[error(
+        "unknown connector \"{0}\" (known: counter, datagen, file, nexmark, postgres-cdc, webhook)"
+    )]
     UnknownConnector(String),
     /// A required option is missing.
     #[error("option \"{option}\" is required by connector \"{connector}\"")]
@@ -42,6 +44,23 @@ pub enum ConnectorError {
     /// The outside world could not be read (a file, a connection).
     #[error("{0}")]
     Upstream(String),
+    /// The upstream PostgreSQL does not decode its WAL logically.
+    #[error(
+        "PostgreSQL has wal_level = {0}; logical replication needs wal_level = logical \
+         (set it in postgresql.conf and restart the server)"
+    )]
+    WalLevelNotLogical(String),
+    /// A table a source reads does not exist upstream.
+    #[error("upstream table \"{0}\" does not exist")]
+    UpstreamTableNotFound(String),
+    /// A declared column that the upstream table does not have.
+    #[error("upstream table \"{table}\" has no column \"{column}\"")]
+    UpstreamColumnNotFound {
+        /// The upstream table.
+        table: String,
+        /// The declared column.
+        column: String,
+    },
     /// Building a batch failed.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),

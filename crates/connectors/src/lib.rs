@@ -1,11 +1,14 @@
 //! Sources: the outside world turned into batches of rows, each with the position to resume
 //! after it.
 //!
-//! A connector (`counter`, `nexmark`, `datagen`, `file`, …) is opened from the options of its
-//! `CREATE SOURCE` statement and a resume position, and is read one batch at a time by a
-//! thread of its own ([`SourceReader::next_batch`] may block until rows are due). The
-//! coordinator makes each batch durable together with its position before anyone sees it, so
-//! a restart resumes exactly after the last durable batch: no loss, no repeats.
+//! A connector (`counter`, `nexmark`, `datagen`, `file`, `postgres-cdc`, …) is opened from the
+//! options of its `CREATE SOURCE` statement and a resume position, and is read one batch at
+//! a time by a thread of its own ([`SourceReader::next_batch`] may block until rows are due).
+//! The coordinator makes each batch durable together with its position before anyone sees
+//! it, so a restart resumes exactly after the last durable batch: no loss, no repeats.
+//! A `webhook` source is pushed to instead ([`Webhook`]). [`postgres_cdc`] also offers what
+//! the coordinator needs besides reading: an upstream table's columns and dropping the
+//! replication slot.
 //!
 //! This crate knows nothing of SQL, dataflows or the log: it produces Arrow batches.
 
@@ -18,6 +21,7 @@ mod format;
 mod generator;
 mod options;
 mod pacing;
+pub mod postgres_cdc;
 mod source;
 mod webhook;
 

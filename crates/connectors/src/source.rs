@@ -9,6 +9,7 @@ use arrow::datatypes::SchemaRef;
 use crate::file;
 use crate::format::{Format, Include};
 use crate::generator;
+use crate::postgres_cdc;
 use crate::webhook::Webhook;
 use crate::{ConnectorError, SourceOptions};
 
@@ -201,6 +202,7 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
             "a {} source must declare its columns",
             connector_name(options)?
         ))),
+        postgres_cdc::CONNECTOR => Ok(postgres_cdc::schema()),
         other => Err(ConnectorError::UnknownConnector(other.into())),
     }
 }
@@ -261,6 +263,7 @@ pub fn open_source(
             options, schema, resume,
         )?),
         "file" => Box::new(file::FileReader::open(options, &context)?),
+        postgres_cdc::CONNECTOR => Box::new(postgres_cdc::CdcReader::open(options, context)?),
         other => return Err(ConnectorError::UnknownConnector(other.into())),
     };
     options.reject_unknown(&connector)?;
