@@ -6,51 +6,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use support::query::{error_code, row, wait_for};
 use support::TestServer;
-
-/// The first row of `sql` as text.
-async fn row(client: &tokio_postgres::Client, sql: &str) -> Vec<Option<String>> {
-    let messages = client.simple_query(sql).await.expect(sql);
-    messages
-        .iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_string))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no row from {sql}"))
-}
-
-/// Waits until the first column of `sql` is `expected` (or fails after `timeout`).
-async fn wait_for(client: &tokio_postgres::Client, sql: &str, expected: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let value = row(client, sql).await[0].clone();
-        if value.as_deref() == Some(expected) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{sql} is {value:?}, not {expected}, after {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The SQLSTATE `sql` fails with.
-async fn error_code(client: &tokio_postgres::Client, sql: &str) -> String {
-    let error = client
-        .simple_query(sql)
-        .await
-        .expect_err(&format!("{sql} should fail"));
-    let db = error
-        .as_db_error()
-        .unwrap_or_else(|| panic!("{sql}: {error}"));
-    format!("{} {}", db.code().code(), db.message())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_killed_mid_stream_resumes_without_loss_or_repeats() {

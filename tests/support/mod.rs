@@ -3,8 +3,10 @@
 
 #![allow(dead_code)]
 
+pub mod http;
 pub mod pg_text;
 pub mod postgres;
+pub mod query;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

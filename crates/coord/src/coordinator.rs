@@ -152,6 +152,9 @@ impl Coordinator {
             crate::Statement::ShowCreateSource(name) => {
                 self.show_create(session, &name, Some(storage::ItemKind::Source))
             }
+            crate::Statement::CreateTableFromSource(create) => {
+                self.create_table_from_source(session, create).await
+            }
         };
         if result.is_err() {
             session.fail_transaction();

@@ -32,11 +32,15 @@ impl Coordinator {
         self.install_source_errors()?;
         let mut tables = 0;
         for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
-            let Some(Statement::CreateTable(create)) = parse(&item.create_sql)?.pop() else {
-                return Err(CoordError::Internal(format!(
-                    "stored SQL of {} is not CREATE TABLE",
-                    item.name
-                )));
+            let create = match crate::statement::parse(&item.create_sql)?.pop() {
+                Some(crate::Statement::Sql(Statement::CreateTable(create))) => create,
+                Some(crate::Statement::CreateTableFromSource(from)) => from.create,
+                _ => {
+                    return Err(CoordError::Internal(format!(
+                        "stored SQL of {} is not CREATE TABLE",
+                        item.name
+                    )))
+                }
             };
             let planned = self.plan_table(&create)?;
             self.install_table(

@@ -9,6 +9,7 @@
 //!   [INCLUDE offset | partition | timestamp | key [AS col], …];
 //! DROP SOURCE [IF EXISTS] name [, …] [CASCADE | RESTRICT] [WITH (drop_slot = true)];
 //! SHOW CREATE SOURCE name;
+//! CREATE TABLE [IF NOT EXISTS] name [(column type, …)] FROM source TABLE 'schema.table';
 //! ```
 //!
 //! Option names may be dotted (`nexmark.table.type`) or quoted; values are string, number or
@@ -16,7 +17,9 @@
 
 use std::fmt;
 
-use datafusion::sql::sqlparser::ast::{ColumnDef, Expr, Ident, ObjectName, TableConstraint};
+use datafusion::sql::sqlparser::ast::{
+    ColumnDef, CreateTable, Expr, Ident, ObjectName, Statement, TableConstraint,
+};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
@@ -57,6 +60,30 @@ pub struct DropSource {
     pub options: Vec<(String, String)>,
 }
 
+/// `CREATE TABLE … FROM source TABLE 'schema.table'`: a table whose rows come from an
+/// upstream table of a source (Postgres CDC).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTableFromSource {
+    /// The table (its columns may be empty: the upstream table's are taken).
+    pub create: CreateTable,
+    /// The source.
+    pub source: ObjectName,
+    /// The upstream table (`public.orders`).
+    pub reference: String,
+}
+
+impl fmt::Display for CreateTableFromSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} FROM {} TABLE {}",
+            Statement::CreateTable(self.create.clone()),
+            self.source,
+            quoted(&self.reference)
+        )
+    }
+}
+
 /// Parses the statement at the parser's position if it is one of Fluxion's own; `Ok(None)`
 /// (with nothing consumed) otherwise.
 pub(crate) fn parse_source_statement(
@@ -66,7 +93,11 @@ pub(crate) fn parse_source_statement(
         if parser.parse_keyword(Keyword::SOURCE) {
             return parse_create_source(parser).map(|s| Some(SourceStatement::Create(Box::new(s))));
         }
+        let table = parser.peek_keyword(Keyword::TABLE);
         parser.prev_token();
+        if table {
+            return parse_create_table(parser).map(Some);
+        }
     } else if parser.parse_keyword(Keyword::DROP) {
         if parser.parse_keyword(Keyword::SOURCE) {
             return parse_drop_source(parser).map(|s| Some(SourceStatement::Drop(s)));
@@ -86,6 +117,30 @@ pub(crate) enum SourceStatement {
     Create(Box<CreateSource>),
     Drop(DropSource),
     ShowCreate(ObjectName),
+    CreateTableFrom(Box<CreateTableFromSource>),
+    /// A plain `CREATE TABLE` (parsed on the way to finding no `FROM`).
+    Sql(Box<Statement>),
+}
+
+/// `CREATE TABLE …`, with or without `FROM source TABLE '…'` after it.
+fn parse_create_table(parser: &mut Parser) -> Result<SourceStatement, ParserError> {
+    let statement = parser.parse_statement()?;
+    if !parser.parse_keyword(Keyword::FROM) {
+        return Ok(SourceStatement::Sql(Box::new(statement)));
+    }
+    let Statement::CreateTable(create) = statement else {
+        return parser.expected("CREATE TABLE before FROM", parser.peek_token());
+    };
+    let source = parser.parse_object_name(false)?;
+    parser.expect_keyword(Keyword::TABLE)?;
+    let reference = parser.parse_literal_string()?;
+    Ok(SourceStatement::CreateTableFrom(Box::new(
+        CreateTableFromSource {
+            create,
+            source,
+            reference,
+        },
+    )))
 }
 
 fn parse_create_source(parser: &mut Parser) -> Result<CreateSource, ParserError> {

@@ -7,7 +7,9 @@ use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::error::CoordError;
-use crate::source_statements::{parse_source_statement, CreateSource, DropSource, SourceStatement};
+use crate::source_statements::{
+    parse_source_statement, CreateSource, CreateTableFromSource, DropSource, SourceStatement,
+};
 
 /// One parsed statement.
 // sqlparser's statement is the large variant and is moved by value everywhere already;
@@ -23,6 +25,8 @@ pub enum Statement {
     DropSource(DropSource),
     /// `SHOW CREATE SOURCE name`.
     ShowCreateSource(ast::ObjectName),
+    /// `CREATE TABLE … FROM source TABLE '…'`.
+    CreateTableFromSource(CreateTableFromSource),
 }
 
 impl std::fmt::Display for Statement {
@@ -35,6 +39,7 @@ impl std::fmt::Display for Statement {
                 write!(f, "DROP SOURCE {}", names.join(", "))
             }
             Statement::ShowCreateSource(name) => write!(f, "SHOW CREATE SOURCE {name}"),
+            Statement::CreateTableFromSource(create) => write!(f, "{create}"),
         }
     }
 }
@@ -68,6 +73,13 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
             Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),
             Some(SourceStatement::Drop(drop)) => Statement::DropSource(drop),
             Some(SourceStatement::ShowCreate(name)) => Statement::ShowCreateSource(name),
+            Some(SourceStatement::CreateTableFrom(create)) => {
+                Statement::CreateTableFromSource(*create)
+            }
+            Some(SourceStatement::Sql(mut statement)) => {
+                crate::postgres_literals::normalize_literals(&mut statement);
+                Statement::Sql(*statement)
+            }
             None => {
                 let mut statement = parser.parse_statement().map_err(syntax)?;
                 crate::postgres_literals::normalize_literals(&mut statement);

@@ -49,6 +49,21 @@ impl Coordinator {
                 )),
             });
         }
+        let feeding_source = {
+            let catalog = crate::catalog::read(&self.catalog);
+            item.depends_on
+                .iter()
+                .filter_map(|id| catalog.get(*id))
+                .find(|dependency| dependency.kind == ItemKind::Source)
+                .map(|source| source.name.clone())
+        };
+        if let Some(source) = feeding_source {
+            return Err(CoordError::WrongObjectType {
+                name: name.to_string(),
+                expected: "a writable table",
+                hint: Some(format!("its rows come from source {source}")),
+            });
+        }
         let codecs = self
             .table_codecs
             .read()

@@ -30,11 +30,12 @@ pub(super) fn spawn(
     coordinator: Weak<Coordinator>,
     wiring: SourceWiring,
     mut reader: Box<dyn SourceReader>,
-    stop: Arc<AtomicBool>,
+    exited: Arc<AtomicBool>,
     durable: DurablePosition,
 ) {
     let id = wiring.outputs[0];
     let name = wiring.name.clone();
+    let stop = wiring.stop.clone();
     let (batches, mut received) =
         mpsc::channel::<Result<Option<SourceBatch>, ConnectorError>>(READ_AHEAD);
     let reader_stop = stop.clone();
@@ -48,6 +49,8 @@ pub(super) fn spawn(
                     break;
                 }
             }
+            drop(reader);
+            exited.store(true, Ordering::Release);
         });
     if let Err(e) = spawned {
         tracing::error!(source = %name, error = %e, "could not start the source's reader thread");
@@ -107,6 +110,8 @@ pub(crate) struct SourceWiring {
     pub outputs: Vec<GlobalId>,
     /// The user table that also receives bad records.
     pub error_table: Option<GlobalId>,
+    /// Set when this run of the source is stopped: its batches are no longer committed.
+    pub stop: Arc<AtomicBool>,
 }
 
 impl Coordinator {
@@ -120,13 +125,17 @@ impl Coordinator {
     ) -> Result<(), CoordError> {
         let id = wiring.outputs[0];
         let _sequencer = self.sequencer.clone().lock_owned().await;
+        if wiring.stop.load(Ordering::Acquire) {
+            // Stopped (dropped, or restarted with new outputs) while the batch was on its
+            // way: the next run reads it again from the last durable position.
+            return Ok(());
+        }
         let codecs = self
             .table_codecs
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if !codecs.contains_key(&id) {
-            // Dropped while the batch was on its way.
             return Ok(());
         }
         let unchanged_position = self

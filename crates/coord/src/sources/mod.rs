@@ -11,11 +11,14 @@ mod apply;
 mod errors;
 mod ingest;
 mod registry;
+mod tables;
 mod webhook;
 
 use std::sync::Arc;
 
-use connectors::{Format, Include, OpenedSource, SourceContext, SourceOptions};
+use std::sync::atomic::AtomicBool;
+
+use connectors::{Format, Include, OpenedSource, SourceContext, SourceOptions, SourceOutput};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
@@ -80,22 +83,37 @@ impl Coordinator {
         drop: DropSource,
     ) -> Result<ExecuteResponse, CoordError> {
         let options = SourceOptions::new(drop.options.clone());
-        // No connector holds upstream resources yet; `drop_slot` is accepted for the
-        // Postgres CDC connector's replication slot and must be a boolean.
-        options
+        let drop_slot = options
             .parsed::<bool>("drop_slot")
-            .map_err(|e| CoordError::InvalidStatement(e.to_string()))?;
+            .map_err(|e| CoordError::InvalidStatement(e.to_string()))?
+            .unwrap_or(false);
         options
             .reject_unknown("DROP SOURCE")
             .map_err(|e| CoordError::InvalidStatement(e.to_string()))?;
-        self.drop_items(
-            session,
-            ItemKind::Source,
-            drop.if_exists,
-            drop.names,
-            drop.cascade,
-        )
-        .await
+        let mut slots = Vec::new();
+        if drop_slot {
+            for name in &drop.names {
+                if let Ok(item) = self.resolve_item(session, name) {
+                    let create = tables::stored_create(&item)?;
+                    slots.push(connector_options(&create));
+                }
+            }
+        }
+        let response = self
+            .drop_items(
+                session,
+                ItemKind::Source,
+                drop.if_exists,
+                drop.names,
+                drop.cascade,
+            )
+            .await?;
+        for options in slots {
+            if options.connector() == Some(tables::CDC_CONNECTOR) {
+                tables::drop_replication_slot(options).await?;
+            }
+        }
+        Ok(response)
     }
 
     /// The source's relation: its declared columns, or the columns its connector produces.
@@ -163,8 +181,9 @@ impl Coordinator {
     ) -> Result<(), CoordError> {
         let options = connector_options(create);
         let connector = options.connector().unwrap_or_default().to_lowercase();
-        let stop = self.sources.register(id, &connector, resume.clone());
-        let wiring = self.source_wiring(id, create);
+        let (stop, exited) = self.sources.register(id, &connector, resume.clone());
+        let tables = self.source_tables(id);
+        let wiring = self.source_wiring(id, create, &tables, stop);
         let schema: SchemaRef = self
             .table_codecs
             .read()
@@ -172,12 +191,15 @@ impl Coordinator {
             .get(&id)
             .map(|codecs| codecs.schema.clone())
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
-        let context = SourceContext {
+        let mut context = SourceContext {
             format: source_format(create)?,
             include: source_include(create)?,
             resume: resume.clone(),
             ..SourceContext::new(schema)
         };
+        context
+            .outputs
+            .extend(tables.into_iter().map(|(_, output)| output));
         let durable = context.durable.clone();
         let opened = match connectors::open_source(&options, context) {
             Ok(opened) => opened,
@@ -191,9 +213,13 @@ impl Coordinator {
             }
         };
         match opened {
-            OpenedSource::Reader(reader) => {
-                ingest::spawn(Arc::downgrade(&self.arc()?), wiring, reader, stop, durable)
-            }
+            OpenedSource::Reader(reader) => ingest::spawn(
+                Arc::downgrade(&self.arc()?),
+                wiring,
+                reader,
+                exited,
+                durable,
+            ),
             OpenedSource::Webhook(webhook) => self.sources.set_webhook(id, webhook, wiring),
         }
         Ok(())
@@ -204,8 +230,14 @@ impl Coordinator {
         self.sources.remove(id);
     }
 
-    /// Where source `id`'s batches go.
-    fn source_wiring(&self, id: GlobalId, create: &CreateSource) -> SourceWiring {
+    /// Where source `id`'s batches go: itself, then the tables it feeds.
+    fn source_wiring(
+        &self,
+        id: GlobalId,
+        create: &CreateSource,
+        tables: &[(GlobalId, SourceOutput)],
+        stop: Arc<AtomicBool>,
+    ) -> SourceWiring {
         let catalog = crate::catalog::read(&self.catalog);
         let error_table = error_table_name(create).and_then(|name| {
             let (schema, table) = name.split_once('.')?;
@@ -216,8 +248,11 @@ impl Coordinator {
                 .get(id)
                 .map(|item| item.name.clone())
                 .unwrap_or_else(|| create.name.to_string()),
-            outputs: vec![id],
+            outputs: std::iter::once(id)
+                .chain(tables.iter().map(|(table, _)| *table))
+                .collect(),
             error_table,
+            stop,
         }
     }
 
@@ -259,7 +294,7 @@ impl Coordinator {
 }
 
 /// The source's options for its connector: all but the coordinator's own (`error_table`).
-fn connector_options(create: &CreateSource) -> SourceOptions {
+pub(super) fn connector_options(create: &CreateSource) -> SourceOptions {
     SourceOptions::new(
         create
             .options
@@ -303,6 +338,6 @@ fn source_include(create: &CreateSource) -> Result<Vec<Include>, CoordError> {
 }
 
 /// A connector's error as the coordinator reports it.
-fn connector_error(e: connectors::ConnectorError) -> CoordError {
+pub(super) fn connector_error(e: connectors::ConnectorError) -> CoordError {
     CoordError::InvalidSourceOption(e.to_string())
 }

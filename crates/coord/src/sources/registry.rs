@@ -81,6 +81,8 @@ struct Entry {
     stats: SourceStats,
     /// Set to stop the source's reader and ingest task.
     stop: Arc<AtomicBool>,
+    /// Set by the reader thread when it has ended (and let go of the upstream).
+    exited: Arc<AtomicBool>,
     /// A webhook source's decoder and where its requests' rows go.
     webhook: Option<(Arc<Webhook>, SourceWiring)>,
 }
@@ -102,16 +104,17 @@ impl SourceRegistry {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a source resuming after `position`; returns the flag that stops it. A
-    /// source registered again (restarted with new outputs) stops its old reader and keeps
-    /// its statistics.
+    /// Registers a source resuming after `position`; returns the flag that stops it and the
+    /// flag its reader sets when it has ended. A source registered again (restarted with new
+    /// outputs) stops its old reader and keeps its statistics.
     pub fn register(
         &self,
         id: GlobalId,
         connector: &str,
         position: Option<String>,
-    ) -> Arc<AtomicBool> {
+    ) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
         let stop = Arc::new(AtomicBool::new(false));
+        let exited = Arc::new(AtomicBool::new(false));
         let mut entries = self.lock();
         let stats = match entries.remove(&id) {
             Some(old) => {
@@ -129,10 +132,20 @@ impl SourceRegistry {
             Entry {
                 stats,
                 stop: stop.clone(),
+                exited: exited.clone(),
                 webhook: None,
             },
         );
-        stop
+        (stop, exited)
+    }
+
+    /// Asks source `id`'s reader to stop (it stays registered); returns the flag the reader
+    /// sets once it has ended.
+    pub fn stop_reader(&self, id: GlobalId) -> Option<Arc<AtomicBool>> {
+        let entries = self.lock();
+        let entry = entries.get(&id)?;
+        entry.stop.store(true, Ordering::Release);
+        Some(entry.exited.clone())
     }
 
     /// Makes registered source `id` receive webhook requests with `webhook`.

@@ -1,0 +1,53 @@
+//! Small helpers for asking a server questions in tests: a row as text, waiting for a value,
+//! the SQLSTATE of a failure.
+
+use std::time::{Duration, Instant};
+
+/// The first row of `sql` as text.
+pub async fn row(client: &tokio_postgres::Client, sql: &str) -> Vec<Option<String>> {
+    let messages = client.simple_query(sql).await.expect(sql);
+    messages
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_string))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no row from {sql}"))
+}
+
+/// Waits until the first column of `sql` is `expected` (or fails after `timeout`).
+pub async fn wait_for(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    expected: &str,
+    timeout: Duration,
+) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let value = row(client, sql).await[0].clone();
+        if value.as_deref() == Some(expected) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{sql} is {value:?}, not {expected}, after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The SQLSTATE `sql` fails with.
+pub async fn error_code(client: &tokio_postgres::Client, sql: &str) -> String {
+    let error = client
+        .simple_query(sql)
+        .await
+        .expect_err(&format!("{sql} should fail"));
+    let db = error
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{sql}: {error}"));
+    format!("{} {}", db.code().code(), db.message())
+}
