@@ -28,6 +28,9 @@ pub struct SourceBatch {
     pub position: String,
     /// Records that could not be decoded or do not fit the schema; they are kept, not lost.
     pub errors: Vec<BadRecord>,
+    /// How far behind the upstream's head the source is after this batch, where the
+    /// upstream can tell (Kafka: messages not yet read, over all partitions).
+    pub lag: Option<u64>,
 }
 
 impl SourceBatch {
@@ -40,6 +43,7 @@ impl SourceBatch {
             }],
             position,
             errors: Vec::new(),
+            lag: None,
         }
     }
 

@@ -120,6 +120,7 @@ impl FileReader {
             changes: inserted(decoded.rows),
             position: position::encode(&self.files),
             errors: decoded.errors,
+            lag: None,
         })
     }
 }
@@ -141,6 +142,7 @@ impl SourceReader for FileReader {
                     changes: Vec::new(),
                     position: position::encode(&self.files),
                     errors: Vec::new(),
+                    lag: None,
                 }));
             }
             std::thread::sleep(POLL_INTERVAL.min(IDLE_BATCH_AFTER - waited));

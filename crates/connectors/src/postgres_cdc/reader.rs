@@ -268,6 +268,7 @@ impl CdcReader {
             changes: changes.finish(|output| self.schemas[output].clone())?,
             position: self.position.to_json(),
             errors,
+            lag: None,
         })
     }
 }
