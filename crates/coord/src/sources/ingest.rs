@@ -198,7 +198,7 @@ impl Coordinator {
         self.commit_changes(changes, appends, vec![(id, batch.position.clone())])
             .await?;
         self.sources.update(id, |stats| {
-            stats.record_batch(rows, bytes, errors, batch.position)
+            stats.record_batch(rows, bytes, errors, batch.position, batch.lag)
         });
         Ok(())
     }

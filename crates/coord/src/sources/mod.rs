@@ -18,8 +18,11 @@ use std::sync::Arc;
 
 use std::sync::atomic::AtomicBool;
 
-use connectors::{Format, Include, OpenedSource, SourceContext, SourceOptions, SourceOutput};
+use connectors::{
+    Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
+};
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
 use storage::ItemKind;
@@ -35,6 +38,9 @@ use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::source_statements::{CreateSource, DropSource};
 use ingest::SourceWiring;
+
+/// The connectors that connect to an upstream system when opened.
+const UPSTREAM_CONNECTORS: [&str; 2] = ["kafka", tables::CDC_CONNECTOR];
 
 /// The connectors that make up their own rows and take no FORMAT or INCLUDE.
 const GENERATORS: [&str; 3] = ["counter", "datagen", "nexmark"];
@@ -71,7 +77,19 @@ impl Coordinator {
         )?;
         drop(sequencer);
         if let Some(id) = created {
-            self.start_source(id, &create, None)?;
+            if let Err(e) = self.start_source(id, &create, None) {
+                // The connector could not start (a refused upstream connection): the source
+                // is not created.
+                self.drop_items(
+                    session,
+                    ItemKind::Source,
+                    true,
+                    vec![create.name.clone()],
+                    true,
+                )
+                .await?;
+                return Err(e);
+            }
         }
         Ok(ExecuteResponse::command("CREATE SOURCE"))
     }
@@ -154,6 +172,8 @@ impl Coordinator {
                 .build();
             self.plan_table(&table)?
         };
+        let include = source_include(create)?;
+        let planned = with_include_columns(planned, &include)?;
         if let Some((column, _)) = &create.watermark {
             let column = crate::naming::fold_ident(column);
             if planned.desc.schema.index_of(&column).is_err() {
@@ -165,10 +185,16 @@ impl Coordinator {
         // Opening the connector checks every option and the columns.
         let context = SourceContext {
             format: source_format(create)?,
-            include: source_include(create)?,
+            include,
             ..SourceContext::new(planned.desc.schema.clone())
         };
-        connectors::open_source(&options, context).map_err(connector_error)?;
+        // Not a connector that connects upstream, though: that is checked when it starts
+        // (one connection, not two in a row for the same replication slot).
+        if !UPSTREAM_CONNECTORS.contains(&connector.as_str()) {
+            open_blocking(&options, context)
+                .map(drop)
+                .map_err(connector_error)?;
+        }
         Ok(planned)
     }
 
@@ -201,7 +227,7 @@ impl Coordinator {
             .outputs
             .extend(tables.into_iter().map(|(_, output)| output));
         let durable = context.durable.clone();
-        let opened = match connectors::open_source(&options, context) {
+        let opened = match open_blocking(&options, context) {
             Ok(opened) => opened,
             Err(e) => {
                 let message = e.to_string();
@@ -313,6 +339,19 @@ fn error_table_name(create: &CreateSource) -> Option<String> {
         .map(|(_, value)| value.clone())
 }
 
+/// Opens a connector where blocking is allowed: connectors that talk to an upstream run (and
+/// drop) a runtime of their own, which must not happen on the server's async threads.
+fn open_blocking(
+    options: &SourceOptions,
+    context: SourceContext,
+) -> Result<OpenedSource, connectors::ConnectorError> {
+    let open = || connectors::open_source(options, context);
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(open),
+        _ => open(),
+    }
+}
+
 /// `FORMAT … ENCODE …` of the statement.
 fn source_format(create: &CreateSource) -> Result<Option<Format>, CoordError> {
     match (&create.format, &create.encode) {
@@ -326,13 +365,45 @@ fn source_format(create: &CreateSource) -> Result<Option<Format>, CoordError> {
     }
 }
 
+/// `planned` with a column after the declared ones for each `INCLUDE`d piece of metadata.
+fn with_include_columns(
+    mut planned: PlannedTable,
+    include: &[Include],
+) -> Result<PlannedTable, CoordError> {
+    if include.is_empty() {
+        return Ok(planned);
+    }
+    let mut fields: Vec<Field> = planned
+        .desc
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    for included in include {
+        if fields.iter().any(|f| f.name() == &included.column) {
+            return Err(CoordError::DuplicateColumn(included.column.clone()));
+        }
+        let data_type = match included.what {
+            Metadata::Key => DataType::Binary,
+            Metadata::Partition => DataType::Int32,
+            Metadata::Offset => DataType::Int64,
+            Metadata::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        };
+        fields.push(Field::new(&included.column, data_type, true));
+    }
+    planned.desc.schema = Arc::new(Schema::new(fields));
+    Ok(planned)
+}
+
 /// `INCLUDE …` of the statement.
 fn source_include(create: &CreateSource) -> Result<Vec<Include>, CoordError> {
     create
         .include
         .iter()
         .map(|(what, column)| {
-            Include::parse(what, column.as_ref().map(|c| c.value.as_str())).map_err(connector_error)
+            let column = column.as_ref().map(crate::naming::fold_ident);
+            Include::parse(what, column.as_deref()).map_err(connector_error)
         })
         .collect()
 }

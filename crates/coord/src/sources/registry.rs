@@ -32,6 +32,9 @@ pub(crate) struct SourceStats {
     pub position: Option<String>,
     /// Rows per second over the last few seconds.
     pub rows_per_second: f64,
+    /// How far behind the upstream's head the source was after its last batch, where the
+    /// upstream can tell.
+    pub lag: Option<u64>,
     /// Why the source stopped, if it failed.
     pub last_error: Option<String>,
     /// When the last batch was committed.
@@ -51,6 +54,7 @@ impl SourceStats {
             batches: 0,
             position,
             rows_per_second: 0.0,
+            lag: None,
             last_error: None,
             last_batch_at: None,
             window_started: Instant::now(),
@@ -58,8 +62,16 @@ impl SourceStats {
         }
     }
 
-    /// Counts one committed batch.
-    pub fn record_batch(&mut self, rows: u64, bytes: u64, errors: u64, position: String) {
+    /// Counts one committed batch, after which the source was `lag` behind its upstream.
+    pub fn record_batch(
+        &mut self,
+        rows: u64,
+        bytes: u64,
+        errors: u64,
+        position: String,
+        lag: Option<u64>,
+    ) {
+        self.lag = lag.or(self.lag);
         self.rows += rows;
         self.bytes += bytes;
         self.errors += errors;

@@ -59,6 +59,7 @@ fn source_stats_schema() -> SchemaRef {
         Field::new("batches", DataType::UInt64, false),
         Field::new("position", DataType::Utf8, true),
         Field::new("rows_per_second", DataType::Float64, false),
+        Field::new("lag", DataType::UInt64, true),
         Field::new("last_error", DataType::Utf8, true),
         Field::new(
             "last_batch_at",
@@ -173,6 +174,7 @@ impl SystemSchema {
                 Arc::new(Float64Array::from_iter_values(
                     stats.iter().map(|(_, s)| s.rows_per_second),
                 )),
+                Arc::new(UInt64Array::from_iter(stats.iter().map(|(_, s)| s.lag))),
                 Arc::new(StringArray::from_iter(
                     stats.iter().map(|(_, s)| s.last_error.clone()),
                 )),
