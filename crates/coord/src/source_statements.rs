@@ -414,10 +414,30 @@ mod tests {
     #[test]
     fn other_statements_are_left_alone() {
         let mut parser = Parser::new(&PostgreSqlDialect {})
-            .try_with_sql("CREATE TABLE t (a int)")
+            .try_with_sql("CREATE VIEW v AS SELECT 1")
             .unwrap();
         assert!(parse_source_statement(&mut parser).unwrap().is_none());
         assert!(parser.parse_statement().is_ok());
+        assert!(matches!(
+            parse("CREATE TABLE t (a int)"),
+            SourceStatement::Sql(statement) if matches!(*statement, Statement::CreateTable(_))
+        ));
+    }
+
+    #[test]
+    fn create_table_from_source_round_trips_through_its_text() {
+        let sql = "CREATE TABLE public.orders (id INT, PRIMARY KEY (id)) \
+                   FROM public.pg TABLE 'public.orders'";
+        let SourceStatement::CreateTableFrom(from) = parse(sql) else {
+            panic!("not CREATE TABLE … FROM");
+        };
+        assert_eq!(from.reference, "public.orders");
+        assert_eq!(from.to_string(), sql);
+        let SourceStatement::CreateTableFrom(bare) = parse("CREATE TABLE t FROM pg TABLE 'x.t'")
+        else {
+            panic!("not CREATE TABLE … FROM");
+        };
+        assert!(bare.create.columns.is_empty());
     }
 
     #[test]

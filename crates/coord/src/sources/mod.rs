@@ -183,11 +183,12 @@ impl Coordinator {
             }
         }
         // Opening the connector checks every option and the columns.
-        let context = SourceContext {
+        let mut context = SourceContext {
             format: source_format(create)?,
             include,
             ..SourceContext::new(planned.desc.schema.clone())
         };
+        context.outputs[0].key = planned.desc.primary_key.clone();
         // Not a connector that connects upstream, though: that is checked when it starts
         // (one connection, not two in a row for the same replication slot).
         if !UPSTREAM_CONNECTORS.contains(&connector.as_str()) {
@@ -210,12 +211,15 @@ impl Coordinator {
         let (stop, exited) = self.sources.register(id, &connector, resume.clone());
         let tables = self.source_tables(id);
         let wiring = self.source_wiring(id, create, &tables, stop);
-        let schema: SchemaRef = self
+        let (schema, key): (SchemaRef, _) = self
             .table_codecs
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&id)
-            .map(|codecs| codecs.schema.clone())
+            .map(|codecs| {
+                let key = codecs.key.as_ref().map(|(columns, _)| columns.clone());
+                (codecs.schema.clone(), key)
+            })
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
         let mut context = SourceContext {
             format: source_format(create)?,
@@ -223,6 +227,7 @@ impl Coordinator {
             resume: resume.clone(),
             ..SourceContext::new(schema)
         };
+        context.outputs[0].key = key;
         context
             .outputs
             .extend(tables.into_iter().map(|(_, output)| output));
