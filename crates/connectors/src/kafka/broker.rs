@@ -121,13 +121,14 @@ impl TopicReader {
                 .partition_client(topic.clone(), id, UnknownTopicHandling::Retry)
                 .await
                 .map_err(|e| request_failed(topic, id, "find the leader of", e))?;
-            let high_watermark = offset_of(&client, topic, OffsetAt::Latest).await?;
+            let earliest = offset_of(&client, topic, OffsetAt::Earliest).await?;
+            let high_watermark = high_watermark(&client, topic, earliest).await?;
             let resumed = resume.and_then(|r| r.partitions.get(&id).copied());
             let next = match (resumed, &config.startup) {
                 (Some(next), _) => next,
                 (None, Startup::Latest) => high_watermark,
                 (None, Startup::Offsets(offsets)) if offsets.contains_key(&id) => offsets[&id],
-                (None, _) => offset_of(&client, topic, OffsetAt::Earliest).await?,
+                (None, _) => earliest,
             };
             partitions.insert(
                 id,
@@ -265,6 +266,22 @@ async fn offset_of(
         .get_offset(at)
         .await
         .map_err(|e| request_failed(topic, client.partition(), "list the offsets of", e))
+}
+
+/// The high watermark of the partition of `client` (the offset its next record will get), as
+/// a fetch from `earliest` reports it: a fetch's high watermark is what lag is measured
+/// against, and some Kafka-compatible brokers (tansu 0.6) answer a `Latest` offset request
+/// with the start of the last record batch instead.
+async fn high_watermark(
+    client: &PartitionClient,
+    topic: &str,
+    earliest: i64,
+) -> Result<i64, ConnectorError> {
+    let (_, high_watermark) = client
+        .fetch_records(earliest, 1..2, 0)
+        .await
+        .map_err(|e| request_failed(topic, client.partition(), "fetch from", e))?;
+    Ok(high_watermark)
 }
 
 /// A failed request about one partition, for the user.
