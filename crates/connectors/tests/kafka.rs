@@ -266,11 +266,11 @@ fn produce_wave(
 ) -> (BTreeSet<i64>, BTreeSet<String>) {
     let mut good = BTreeSet::new();
     let mut bad = BTreeSet::new();
-    for partition in 0..3 {
+    for (partition, next_offset) in (0..3).zip(next_offsets.iter_mut()) {
         let mut records = Vec::new();
-        for id in (from..to).filter(|id| id % 3 == partition as i64) {
-            let offset = next_offsets[partition];
-            next_offsets[partition] += 1;
+        for id in (from..to).filter(|id| id % 3 == i64::from(partition)) {
+            let offset = *next_offset;
+            *next_offset += 1;
             if id % 10 == 7 {
                 records.push(record(None, Some(&format!("{{\"id\": {id}, oops"))));
                 bad.insert(format!("partition {partition} offset {offset}"));
@@ -282,7 +282,7 @@ fn produce_wave(
                 good.insert(id);
             }
         }
-        broker.produce(topic, partition as i32, records);
+        broker.produce(topic, partition, records);
     }
     (good, bad)
 }
@@ -356,7 +356,7 @@ fn startup_modes_choose_where_a_fresh_source_starts_and_a_position_overrides_the
         for i in 0..10 {
             let id = partition * 100 + i;
             let value = format!(r#"{{"id":{id}}}"#);
-            broker.produce("events", partition as i32, vec![record(None, Some(&value))]);
+            broker.produce("events", partition, vec![record(None, Some(&value))]);
         }
     }
     let read = |extra: &[(&str, &str)], resume: Option<String>| {
@@ -571,9 +571,8 @@ fn opening_fails_clearly_for_an_unknown_topic_or_a_closed_port() {
     let broker = Broker::start();
     let failure = |options: SourceOptions| {
         let started = Instant::now();
-        let error = open_source(&options, context(None, false, &[], None))
-            .err()
-            .expect("opening fails");
+        let error =
+            open_source(&options, context(None, false, &[], None)).expect_err("opening fails");
         assert!(started.elapsed() < Duration::from_secs(15), "fails fast");
         error
     };

@@ -41,6 +41,11 @@ enum Kind {
     DeleteKey,
 }
 
+/// A piece of a record to decode, and what it does.
+type Piece<'a> = (Kind, Cow<'a, [u8]>);
+/// Consecutive pieces of one kind, each with the index of its record.
+type Run<'a> = (Kind, Vec<(usize, Cow<'a, [u8]>)>);
+
 /// The key columns of a keyed output, and how a tombstone's key is decoded into them.
 #[derive(Debug)]
 struct KeyColumns {
@@ -129,7 +134,7 @@ impl ChangeDecoder {
         records: &[KafkaRecord],
     ) -> Result<(Vec<OutputChange>, Vec<BadRecord>), ConnectorError> {
         let mut errors: Vec<(usize, BadRecord)> = Vec::new();
-        let mut runs: Vec<(Kind, Vec<(usize, Cow<'_, [u8]>)>)> = Vec::new();
+        let mut runs: Vec<Run<'_>> = Vec::new();
         for (index, record) in records.iter().enumerate() {
             match self.interpret(record) {
                 Ok(pieces) => {
@@ -190,7 +195,7 @@ impl ChangeDecoder {
     }
 
     /// What `record` means under the envelope: the pieces to decode, each with its kind.
-    fn interpret<'a>(&self, record: &'a KafkaRecord) -> Result<Vec<(Kind, Cow<'a, [u8]>)>, String> {
+    fn interpret<'a>(&self, record: &'a KafkaRecord) -> Result<Vec<Piece<'a>>, String> {
         let value = record.value.as_deref();
         match (self.envelope, value, &self.keys) {
             (Envelope::Plain, Some(value), _) => Ok(vec![(Kind::Insert, Cow::Borrowed(value))]),
@@ -310,7 +315,7 @@ impl KeyColumns {
 }
 
 /// The pieces of a Debezium change event, for an output with or without a key.
-fn debezium(value: &[u8], is_keyed: bool) -> Result<Vec<(Kind, Cow<'static, [u8]>)>, String> {
+fn debezium(value: &[u8], is_keyed: bool) -> Result<Vec<Piece<'static>>, String> {
     let event: Value = serde_json::from_slice(value).map_err(|e| format!("invalid JSON: {e}"))?;
     let Value::Object(mut event) = event else {
         return Err("a Debezium event must be a JSON object".into());
