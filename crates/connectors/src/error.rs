@@ -5,7 +5,7 @@
 pub enum ConnectorError {
     /// The `connector` option names no connector Fluxion has.
     #[error(
-        "unknown connector \"{0}\" (known: counter, datagen, file, nexmark, postgres-cdc, webhook)"
+        "unknown connector \"{0}\" (known: counter, datagen, file, kafka, nexmark, postgres-cdc, webhook)"
     )]
     UnknownConnector(String),
     /// A required option is missing.

@@ -1,7 +1,7 @@
 //! Sources: the outside world turned into batches of rows, each with the position to resume
 //! after it.
 //!
-//! A connector (`counter`, `nexmark`, `datagen`, `file`, `postgres-cdc`, …) is opened from the
+//! A connector (`counter`, `nexmark`, `datagen`, `file`, `kafka`, `postgres-cdc`, …) is opened from the
 //! options of its `CREATE SOURCE` statement and a resume position, and is read one batch at
 //! a time by a thread of its own ([`SourceReader::next_batch`] may block until rows are due).
 //! The coordinator makes each batch durable together with its position before anyone sees
@@ -19,6 +19,7 @@ mod error;
 mod file;
 mod format;
 mod generator;
+mod kafka;
 mod options;
 mod pacing;
 pub mod postgres_cdc;

@@ -9,6 +9,7 @@ use arrow::datatypes::SchemaRef;
 use crate::file;
 use crate::format::{Format, Include};
 use crate::generator;
+use crate::kafka;
 use crate::postgres_cdc;
 use crate::webhook::Webhook;
 use crate::{ConnectorError, SourceOptions};
@@ -202,7 +203,7 @@ pub fn source_schema(options: &SourceOptions) -> Result<SchemaRef, ConnectorErro
         "datagen" => Err(ConnectorError::Schema(
             "a datagen source must declare its columns".into(),
         )),
-        "file" | "webhook" => Err(ConnectorError::Schema(format!(
+        "file" | "webhook" | kafka::CONNECTOR => Err(ConnectorError::Schema(format!(
             "a {} source must declare its columns",
             connector_name(options)?
         ))),
@@ -268,6 +269,7 @@ pub fn open_source(
         )?),
         "file" => Box::new(file::FileReader::open(options, &context)?),
         postgres_cdc::CONNECTOR => Box::new(postgres_cdc::CdcReader::open(options, context)?),
+        kafka::CONNECTOR => Box::new(kafka::KafkaReader::open(options, &context)?),
         other => return Err(ConnectorError::UnknownConnector(other.into())),
     };
     options.reject_unknown(&connector)?;

@@ -547,8 +547,7 @@ fn opening_fails_fast_with_clear_errors() {
     let open = |tables: &[(&str, SchemaRef, Option<Vec<usize>>)], options: SourceOptions| {
         open_source(&options, context(tables, None))
             .map(|_| ())
-            .err()
-            .expect("an error")
+            .expect_err("an error")
     };
     let missing = [("public.nope", orders_schema(), Some(vec![0]))];
     assert!(matches!(

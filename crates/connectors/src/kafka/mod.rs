@@ -1,0 +1,128 @@
+//! `kafka`: the records of every partition of a Kafka topic, decoded into the declared
+//! columns as the source's `FORMAT` says, with `INCLUDE`d metadata columns after them.
+//!
+//! ```sql
+//! CREATE SOURCE clicks (user_id bigint, url text) WITH (connector = 'kafka',
+//!     topic = 'clicks', properties.bootstrap.server = '127.0.0.1:9092',
+//!     scan.startup.mode = 'earliest') FORMAT PLAIN ENCODE JSON INCLUDE partition, offset;
+//! ```
+//!
+//! Options: `topic` (required), `properties.bootstrap.server` (required; `host:port`, a
+//! comma-separated list allowed), `scan.startup.mode` (`earliest`, the default; `latest`;
+//! `offset`, with `scan.startup.specific.offsets = '0:42,1:17'`; it applies only when there
+//! is no resume position), and `csv.delimiter` for `ENCODE CSV`. Formats: `PLAIN` with
+//! `JSON` (the default), `CSV` or `BYTES`; `UPSERT` and `DEBEZIUM` with `JSON` (see
+//! [`envelope`]); `INCLUDE key, partition, offset, timestamp` with any (see [`metadata`]).
+//!
+//! Every partition of the topic (found at open) is read; a batch holds the records of one
+//! fetch round over all partitions, at most [`MAX_BATCH_RECORDS`]. The position (see
+//! [`position`]) is the next offset of each partition, so a restarted source reads each
+//! record exactly once; a batch's lag is the records between those offsets and the
+//! partitions' high watermarks. Kafka is never told about the source's offsets (no
+//! consumer group): the position kept with the batches is the one truth. A bad record
+//! becomes a [`crate::BadRecord`] at `partition P offset O`.
+
+mod broker;
+mod config;
+mod envelope;
+mod metadata;
+mod position;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use self::broker::TopicReader;
+use self::config::KafkaConfig;
+pub(crate) use self::config::CONNECTOR;
+use self::envelope::ChangeDecoder;
+use self::position::Position;
+use crate::{ConnectorError, SourceBatch, SourceContext, SourceOptions, SourceReader};
+
+/// How long `next_batch` waits for records before returning an empty batch, so that the
+/// reader's thread can notice a stop request.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+/// How long one fetch round waits for records at most.
+const FETCH_WAIT: Duration = Duration::from_millis(250);
+/// A batch holds at most this many records.
+const MAX_BATCH_RECORDS: usize = 10_000;
+
+/// A running `kafka` source.
+pub(crate) struct KafkaReader {
+    topic: TopicReader,
+    decoder: ChangeDecoder,
+    runtime: Runtime,
+}
+
+impl KafkaReader {
+    /// Checks the options and format, connects to the brokers, and finds where to start in
+    /// each partition: at the resume position, else where `scan.startup.mode` says.
+    pub fn open(options: &SourceOptions, context: &SourceContext) -> Result<Self, ConnectorError> {
+        let config = KafkaConfig::from_options(options)?;
+        let decoder = ChangeDecoder::new(options, context)?;
+        options.reject_unknown(CONNECTOR)?;
+        let resume = context.resume.as_deref().map(Position::parse).transpose()?;
+        let runtime = Runtime::new()?;
+        let topic = runtime.block_on(TopicReader::open(&config, resume.as_ref()))?;
+        Ok(Self {
+            topic,
+            decoder,
+            runtime,
+        })
+    }
+}
+
+impl SourceReader for KafkaReader {
+    fn next_batch(&mut self) -> Result<Option<SourceBatch>, ConnectorError> {
+        let deadline = Instant::now() + IDLE_WAIT;
+        let records = loop {
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .min(FETCH_WAIT);
+            let topic = &mut self.topic;
+            let records = self
+                .runtime
+                .block_on(topic.fetch(wait, MAX_BATCH_RECORDS))?;
+            if !records.is_empty() || Instant::now() >= deadline {
+                break records;
+            }
+        };
+        let (changes, errors) = self.decoder.changes(&records)?;
+        Ok(Some(SourceBatch {
+            changes,
+            position: self.topic.position().to_json(),
+            errors,
+            lag: Some(self.topic.lag()),
+        }))
+    }
+}
+
+/// The reader's own runtime, on the reader's thread (the client's connections are driven
+/// only while a request is awaited). It may be dropped anywhere, also on an async thread.
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    fn new() -> Result<Self, ConnectorError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ConnectorError::Upstream(format!("cannot start a runtime: {e}")))?;
+        Ok(Self(Some(runtime)))
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.0
+            .as_ref()
+            .expect("invariant: the runtime lives until the reader is dropped")
+            .block_on(future)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
