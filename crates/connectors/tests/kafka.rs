@@ -8,9 +8,7 @@
 //! zero, and clear errors for an unknown topic or a closed port.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,121 +21,33 @@ use connectors::{
     SourceContext, SourceOptions, SourceReader,
 };
 use rskafka::chrono::{TimeZone, Utc};
-use rskafka::client::partition::{Compression, UnknownTopicHandling};
-use rskafka::client::ClientBuilder;
 use rskafka::record::Record;
 
-/// A tansu broker on a free port of 127.0.0.1, killed when dropped.
-struct Broker {
-    child: Child,
-    address: String,
-    runtime: tokio::runtime::Runtime,
-}
+#[path = "support/tansu.rs"]
+mod tansu;
 
-impl Broker {
-    fn start() -> Self {
-        let home = std::env::var("HOME").expect("HOME is set");
-        let binary = PathBuf::from(home).join(".cache/fluxion/tansu/bin/tansu");
-        assert!(
-            binary.exists(),
-            "the tansu broker is missing at {}; build it with: cargo install tansu \
-             --version '^0.6' --features dynostore --root $HOME/.cache/fluxion/tansu",
-            binary.display()
-        );
-        let port = free_port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(&binary)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args(["--storage-engine", "memory://tansu/"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tansu starts");
-        let broker = Self {
-            child,
-            address: format!("127.0.0.1:{port}"),
-            runtime: tokio::runtime::Runtime::new().expect("a runtime"),
-        };
-        let socket: SocketAddr = broker.address.parse().expect("an address");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect_timeout(&socket, Duration::from_millis(200)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "tansu did not listen on {socket}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        broker
-    }
+use tansu::Broker;
 
-    fn create_topic(&self, topic: &str, partitions: i32) {
-        self.runtime.block_on(async {
-            let client = ClientBuilder::new(vec![self.address.clone()])
-                .build()
-                .await
-                .expect("connect");
-            client
-                .controller_client()
-                .expect("controller")
-                .create_topic(topic, partitions, 1, 5_000)
-                .await
-                .expect("create topic");
-        });
-    }
-
-    /// Produces `records` to `partition` of `topic`, in order.
-    fn produce(&self, topic: &str, partition: i32, records: Vec<Record>) {
-        self.runtime.block_on(async {
-            let client = ClientBuilder::new(vec![self.address.clone()])
-                .build()
-                .await
-                .expect("connect");
-            let partition = client
-                .partition_client(topic, partition, UnknownTopicHandling::Retry)
-                .await
-                .expect("partition client");
-            for chunk in records.chunks(500) {
-                partition
-                    .produce(chunk.to_vec(), Compression::NoCompression)
-                    .await
-                    .expect("produce");
-            }
-        });
-    }
-
-    fn options(&self, topic: &str, extra: &[(&str, &str)]) -> SourceOptions {
-        let mut pairs = vec![
-            ("connector".to_string(), "kafka".to_string()),
-            ("topic".to_string(), topic.to_string()),
-            (
-                "properties.bootstrap.server".to_string(),
-                self.address.clone(),
-            ),
-        ];
-        pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        SourceOptions::new(pairs)
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// A port nobody listens on.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The options of a kafka source reading `topic` of `broker`, and `extra`.
+fn options(broker: &Broker, topic: &str, extra: &[(&str, &str)]) -> SourceOptions {
+    let mut pairs = vec![
+        ("connector".to_string(), "kafka".to_string()),
+        ("topic".to_string(), topic.to_string()),
+        (
+            "properties.bootstrap.server".to_string(),
+            broker.address.clone(),
+        ),
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    SourceOptions::new(pairs)
 }
 
 fn record(key: Option<&str>, value: Option<&str>) -> Record {
@@ -291,7 +201,7 @@ fn produce_wave(
 fn plain_json_over_three_partitions_keeps_bad_records_and_resumes_from_every_position() {
     let broker = Broker::start();
     broker.create_topic("clicks", 3);
-    let options = || broker.options("clicks", &[]);
+    let options = || options(&broker, "clicks", &[]);
     let mut reader = open(&options(), context(None, false, &[], None));
     let mut next_offsets = [0; 3];
     let mut expected_good = BTreeSet::new();
@@ -361,7 +271,7 @@ fn startup_modes_choose_where_a_fresh_source_starts_and_a_position_overrides_the
     }
     let read = |extra: &[(&str, &str)], resume: Option<String>| {
         let mut reader = open(
-            &broker.options("events", extra),
+            &options(&broker, "events", extra),
             context(None, false, &[], resume),
         );
         let mut ids = inserted_ids(&read_until_caught_up(reader.as_mut()));
@@ -423,7 +333,7 @@ fn upsert_values_and_tombstones_fold_to_the_latest_row_per_key() {
     }
     broker.produce("users", 0, vec![record(Some("[not a key]"), None)]);
     let mut reader = open(
-        &broker.options("users", &[]),
+        &options(&broker, "users", &[]),
         context(Some(("UPSERT", "JSON")), true, &[("key", "k")], None),
     );
     let batches = read_until_caught_up(reader.as_mut());
@@ -469,7 +379,7 @@ fn debezium_creates_updates_and_deletes_fold_to_the_upstream_table() {
             .collect(),
     );
     let mut reader = open(
-        &broker.options("orders", &[]),
+        &options(&broker, "orders", &[]),
         context(Some(("DEBEZIUM", "JSON")), true, &[], None),
     );
     let batches = read_until_caught_up(reader.as_mut());
@@ -501,7 +411,7 @@ fn include_columns_carry_key_partition_offset_and_timestamp() {
         ("timestamp", "ts"),
     ];
     let mut reader = open(
-        &broker.options("meta", &[]),
+        &options(&broker, "meta", &[]),
         context(None, false, &includes, None),
     );
     let batches = read_until_caught_up(reader.as_mut());
@@ -551,7 +461,7 @@ fn lag_falls_to_zero_once_the_source_has_caught_up() {
         broker.produce("bulk", partition, records);
     }
     let mut reader = open(
-        &broker.options("bulk", &[]),
+        &options(&broker, "bulk", &[]),
         context(None, false, &[], None),
     );
     let batches = read_until_caught_up(reader.as_mut());
@@ -576,7 +486,7 @@ fn opening_fails_clearly_for_an_unknown_topic_or_a_closed_port() {
         assert!(started.elapsed() < Duration::from_secs(15), "fails fast");
         error
     };
-    let error = failure(broker.options("nope", &[]));
+    let error = failure(options(&broker, "nope", &[]));
     assert!(
         matches!(&error, ConnectorError::Upstream(m) if m.contains("\"nope\" does not exist")),
         "{error}"
@@ -594,7 +504,7 @@ fn opening_fails_clearly_for_an_unknown_topic_or_a_closed_port() {
         matches!(&error, ConnectorError::Upstream(m) if m.contains("127.0.0.1")),
         "{error}"
     );
-    let error = failure(broker.options("t", &[("scan.startup.mod", "latest")]));
+    let error = failure(options(&broker, "t", &[("scan.startup.mod", "latest")]));
     assert!(
         matches!(error, ConnectorError::UnknownOption { .. }),
         "{error}"
