@@ -6,6 +6,10 @@
 //! write to it; its connector does (see `ingest`), and every batch is logged together with
 //! the connector's position after it. On restart the log gives back the rows and the last
 //! position, and the connector resumes there: nothing lost, nothing twice.
+//!
+//! `apply` turns a batch's changes into updates, `errors` keeps bad records, `ingest` runs
+//! readers and commits their batches, `tables` holds the tables a CDC source feeds, and
+//! `webhook` takes pushed rows.
 
 mod apply;
 mod errors;
@@ -14,15 +18,13 @@ mod registry;
 mod tables;
 mod webhook;
 
-use std::sync::Arc;
-
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use connectors::{
     Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
 use storage::ItemKind;
@@ -46,8 +48,9 @@ const UPSTREAM_CONNECTORS: [&str; 2] = ["kafka", tables::CDC_CONNECTOR];
 const GENERATORS: [&str; 3] = ["counter", "datagen", "nexmark"];
 
 impl Coordinator {
-    /// `CREATE SOURCE`: plans the source, checks its options by opening its connector,
-    /// records it and starts it.
+    /// `CREATE SOURCE`: plans the source, checks its options (by opening its connector,
+    /// unless it connects upstream), records it and starts it; a source whose connector
+    /// cannot start is dropped again.
     pub(crate) async fn create_source(
         &self,
         session: &mut Session,
