@@ -23,6 +23,7 @@ mod kafka;
 mod options;
 mod pacing;
 pub mod postgres_cdc;
+mod runtime;
 mod source;
 mod webhook;
 

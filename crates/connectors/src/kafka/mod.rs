@@ -28,7 +28,6 @@ mod envelope;
 mod metadata;
 mod position;
 
-use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -38,6 +37,7 @@ use self::config::KafkaConfig;
 pub(crate) use self::config::CONNECTOR;
 use self::envelope::ChangeDecoder;
 use self::position::Position;
+use crate::runtime::ReaderRuntime;
 use crate::{ConnectorError, SourceBatch, SourceContext, SourceOptions, SourceReader};
 
 /// How long `next_batch` waits for records before returning an empty batch, so that the
@@ -52,7 +52,7 @@ const MAX_BATCH_RECORDS: usize = 10_000;
 pub(crate) struct KafkaReader {
     topic: TopicReader,
     decoder: ChangeDecoder,
-    runtime: Runtime,
+    runtime: ReaderRuntime,
 }
 
 impl KafkaReader {
@@ -63,7 +63,7 @@ impl KafkaReader {
         let decoder = ChangeDecoder::new(options, context)?;
         options.reject_unknown(CONNECTOR)?;
         let resume = context.resume.as_deref().map(Position::parse).transpose()?;
-        let runtime = Runtime::new()?;
+        let runtime = ReaderRuntime::current_thread()?;
         let topic = runtime.block_on(TopicReader::open(&config, resume.as_ref()))?;
         Ok(Self {
             topic,
@@ -95,34 +95,5 @@ impl SourceReader for KafkaReader {
             errors,
             lag: Some(self.topic.lag()),
         }))
-    }
-}
-
-/// The reader's own runtime, on the reader's thread (the client's connections are driven
-/// only while a request is awaited). It may be dropped anywhere, also on an async thread.
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Runtime {
-    fn new() -> Result<Self, ConnectorError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| ConnectorError::Upstream(format!("cannot start a runtime: {e}")))?;
-        Ok(Self(Some(runtime)))
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0
-            .as_ref()
-            .expect("invariant: the runtime lives until the reader is dropped")
-            .block_on(future)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
     }
 }

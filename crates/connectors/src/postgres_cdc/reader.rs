@@ -10,7 +10,6 @@
 //! for it (the rule PostgreSQL's logical decoding itself applies, `SnapBuildXactNeedsSkip`).
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
@@ -25,6 +24,7 @@ use super::pgoutput::{self, Message};
 use super::position::Position;
 use super::session::{self, stream_failed};
 use super::snapshot::SnapshotRead;
+use crate::runtime::ReaderRuntime;
 use crate::{
     BadRecord, ConnectorError, DurablePosition, SourceBatch, SourceContext, SourceOptions,
     SourceReader,
@@ -53,7 +53,7 @@ pub(crate) struct CdcReader {
     /// The transaction being received.
     transaction: Option<Transaction>,
     durable: DurablePosition,
-    runtime: Runtime,
+    runtime: ReaderRuntime,
 }
 
 /// An upstream transaction, received up to its commit.
@@ -84,7 +84,7 @@ impl CdcReader {
         let config = CdcConfig::from_options(options)?;
         options.reject_unknown(super::CONNECTOR)?;
         let resume = context.resume.as_deref().map(Position::parse).transpose()?;
-        let runtime = Runtime::new()?;
+        let runtime = ReaderRuntime::one_worker("postgres-cdc")?;
         let opened = runtime.block_on(set_up(&config, &context, resume))?;
         Ok(Self {
             config,
@@ -400,36 +400,4 @@ fn check_slot(
 fn snapshot_slot_name(slot: &str) -> String {
     let prefix: String = slot.chars().take(40).collect();
     format!("{prefix}_snapshot_{:08x}", rand::random::<u32>())
-}
-
-/// The reader's own runtime: one worker thread that keeps the replication session
-/// answering the server's keepalives between batches. It may be dropped anywhere, also on
-/// an async thread.
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Runtime {
-    fn new() -> Result<Self, ConnectorError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("postgres-cdc")
-            .enable_all()
-            .build()
-            .map_err(|e| ConnectorError::Upstream(format!("cannot start a runtime: {e}")))?;
-        Ok(Self(Some(runtime)))
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0
-            .as_ref()
-            .expect("invariant: the runtime lives until the reader is dropped")
-            .block_on(future)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
 }

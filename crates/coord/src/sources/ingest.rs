@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceReader};
 use datafusion::arrow::array::RecordBatch;
@@ -130,11 +130,19 @@ impl Coordinator {
             // way: the next run reads it again from the last durable position.
             return Ok(());
         }
-        let codecs = self
-            .table_codecs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        // The codecs of the relations this batch may write, and no others: this runs for
+        // every batch.
+        let codecs: HashMap<GlobalId, Arc<TableCodecs>> = {
+            let all = self.table_codecs.read().unwrap_or_else(|p| p.into_inner());
+            let targets = wiring
+                .outputs
+                .iter()
+                .chain(&wiring.error_table)
+                .chain(std::iter::once(&SOURCE_ERRORS));
+            targets
+                .filter_map(|target| Some((*target, all.get(target)?.clone())))
+                .collect()
+        };
         if !codecs.contains_key(&id) {
             return Ok(());
         }
