@@ -205,7 +205,7 @@ impl Coordinator {
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
         let sequencer = self.lock_for_autocommit(session).await;
-        let hold = self.holds.acquire(self.oracle.read_time());
+        let hold = self.holds.hold_read_time(&self.oracle);
         let read_time = hold.time();
         let writes = self
             .plain_insert(session, &codecs, &table, &batch, read_time)

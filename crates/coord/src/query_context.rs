@@ -37,9 +37,10 @@ impl Coordinator {
     /// A planning session for `session` that reads at the current read time, with `overlay`
     /// laid over the committed contents.
     pub(crate) fn query_context(&self, session: &Session, overlay: &PendingWrites) -> QueryContext {
-        let hold = self.holds.acquire(self.oracle.read_time());
+        let hold = self.holds.hold_read_time(&self.oracle);
         let reader = ArrangementReader {
             compute: self.compute.clone(),
+            streams: self.streams.clone(),
             time: hold.time(),
             overlay: overlay.tables.clone().into_iter().collect(),
         };

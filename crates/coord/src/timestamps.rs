@@ -95,14 +95,17 @@ pub(crate) struct ReadHolds {
 }
 
 impl ReadHolds {
-    /// Holds `time` until the returned guard drops.
-    pub fn acquire(self: &std::sync::Arc<Self>, time: Timestamp) -> ReadHold {
-        *self
-            .holds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(time)
-            .or_default() += 1;
+    /// Holds the oracle's current read time until the returned guard drops.
+    ///
+    /// The read time is taken while the holds are locked. A commit marks its time committed
+    /// before it asks for [`Self::earliest`] to allow compaction, so either this hold is
+    /// already in place when the commit asks, or the read time already includes that
+    /// commit: compaction never passes a time a reader is about to hold. (Taking the time
+    /// first and the hold afterwards leaves a window in which a commit compacts past it.)
+    pub fn hold_read_time(self: &std::sync::Arc<Self>, oracle: &TimestampOracle) -> ReadHold {
+        let mut holds = self.holds.lock().unwrap_or_else(|p| p.into_inner());
+        let time = oracle.read_time();
+        *holds.entry(time).or_default() += 1;
         ReadHold {
             holds: self.clone(),
             time,
@@ -162,10 +165,49 @@ mod tests {
     #[test]
     fn a_hold_keeps_the_earliest_time_until_dropped() {
         let holds = std::sync::Arc::new(ReadHolds::default());
-        let first = holds.acquire(5);
-        let _second = holds.acquire(9);
+        let oracle = TimestampOracle::new(0, 0);
+        oracle.mark_committed(5);
+        let first = holds.hold_read_time(&oracle);
+        oracle.mark_committed(9);
+        let _second = holds.hold_read_time(&oracle);
         assert_eq!(holds.earliest(), Some(5));
         drop(first);
         assert_eq!(holds.earliest(), Some(9));
+    }
+
+    /// Commits compact to the earliest hold while readers take holds concurrently: no
+    /// reader may ever hold a time that a commit already allowed compaction past.
+    #[test]
+    fn compaction_never_passes_a_time_being_held() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let holds = Arc::new(ReadHolds::default());
+        let oracle = Arc::new(TimestampOracle::new(0, 0));
+        let since = Arc::new(AtomicU64::new(0));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (holds, oracle, since) = (holds.clone(), oracle.clone(), since.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..20_000 {
+                        let hold = holds.hold_read_time(&oracle);
+                        let compacted = since.load(Ordering::SeqCst);
+                        assert!(
+                            hold.time() >= compacted,
+                            "held {} but compaction reached {compacted}",
+                            hold.time()
+                        );
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..20_000 {
+            let time = oracle.allocate().time;
+            oracle.mark_committed(time);
+            let allowed = holds.earliest().unwrap_or(time).min(time);
+            since.fetch_max(allowed, Ordering::SeqCst);
+        }
+        for reader in readers {
+            reader.join().expect("a reader saw a compacted hold");
+        }
     }
 }
