@@ -52,6 +52,9 @@ pub(crate) enum Command {
         upper: Timestamp,
         debug_name: String,
     },
+    /// Create a stream: an append-only input that is not arranged; each dataflow that reads
+    /// it gets its own input, fed the history by `HydrateStream` and then every append.
+    CreateStream { id: GlobalId },
     /// Build a dataflow.
     CreateDataflow(Arc<DataflowDesc>),
     /// Insert updates into a table's input at `time`; each worker takes its share.
@@ -60,13 +63,29 @@ pub(crate) enum Command {
         time: Timestamp,
         updates: Arc<Vec<((Row, Row), Diff)>>,
     },
+    /// Insert rows into every dataflow reading stream `id`, at `time`; each worker takes its
+    /// share.
+    AppendStream {
+        id: GlobalId,
+        time: Timestamp,
+        rows: Arc<Vec<(Row, Diff)>>,
+    },
+    /// Give the dataflow `dataflow` part of stream `stream`'s history at `time`, then say so
+    /// on `done` (the sender pauses between parts, bounding what is buffered).
+    HydrateStream {
+        dataflow: GlobalId,
+        stream: GlobalId,
+        time: Timestamp,
+        rows: Arc<Vec<(Row, Diff)>>,
+        done: UnboundedSender<()>,
+    },
     /// Close every input up to (not including) `upper`.
     AdvanceInputs { upper: Timestamp },
     /// Read an arrangement.
     Peek(Arc<PeekRequest>),
     /// Reads at times before `since` will not be requested any more.
     AllowCompaction { since: Timestamp },
-    /// Drop an arrangement, its dataflow and its input if it has one.
+    /// Drop an arrangement, its dataflow and its input if it has one, or a stream.
     Drop { id: GlobalId },
     /// Stop the worker.
     Shutdown,

@@ -130,6 +130,11 @@ impl ComputeController {
         });
     }
 
+    /// Creates stream `id`: an append-only input that is not arranged (see `stream`).
+    pub fn create_stream(&self, id: GlobalId) {
+        self.broadcast(|| Command::CreateStream { id });
+    }
+
     /// Builds a dataflow on every worker. The plan is checked first, so a plan that cannot be
     /// rendered is refused here rather than failing inside the workers.
     pub fn create_dataflow(&self, desc: DataflowDesc) -> Result<(), ComputeError> {
@@ -149,6 +154,44 @@ impl ComputeController {
         });
     }
 
+    /// Appends rows to stream `id` at `time`: every dataflow reading it receives them.
+    pub fn append_stream(&self, id: GlobalId, time: Timestamp, rows: Vec<(Row, Diff)>) {
+        let rows = Arc::new(rows);
+        self.broadcast(|| Command::AppendStream {
+            id,
+            time,
+            rows: rows.clone(),
+        });
+    }
+
+    /// Feeds part of stream `stream`'s history to the new dataflow `dataflow` at `time` (its
+    /// start), and waits until every worker has taken it: history is fed a part at a time, so
+    /// that no more than a part waits in the workers' queues.
+    ///
+    /// The caller feeds all of it before inputs advance past `time` (it holds the sequencer).
+    pub async fn hydrate_stream(
+        &self,
+        dataflow: GlobalId,
+        stream: GlobalId,
+        time: Timestamp,
+        rows: Vec<(Row, Diff)>,
+    ) -> Result<(), ComputeError> {
+        let (done, mut acknowledged) = tokio::sync::mpsc::unbounded_channel();
+        let rows = Arc::new(rows);
+        self.broadcast(|| Command::HydrateStream {
+            dataflow,
+            stream,
+            time,
+            rows: rows.clone(),
+            done: done.clone(),
+        });
+        drop(done);
+        for _ in 0..self.workers() {
+            acknowledged.recv().await.ok_or(ComputeError::Shutdown)?;
+        }
+        Ok(())
+    }
+
     /// Declares every input complete for times before `upper`.
     pub fn advance_inputs(&self, upper: Timestamp) {
         self.broadcast(|| Command::AdvanceInputs { upper });
@@ -159,7 +202,7 @@ impl ComputeController {
         self.broadcast(|| Command::AllowCompaction { since });
     }
 
-    /// Drops an arrangement, its dataflow and input.
+    /// Drops an arrangement, its dataflow and input, or a stream.
     pub fn drop_collection(&self, id: GlobalId) {
         self.errors.forget(id);
         self.broadcast(|| Command::Drop { id });

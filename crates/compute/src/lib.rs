@@ -1,10 +1,12 @@
 //! Compute: renders dataflow plans as differential dataflows on timely worker threads.
 //!
-//! The [`ComputeController`] owns the workers. It broadcasts [`Command`]s (create an input or a
-//! dataflow, append updates, advance time, peek, allow compaction, drop) that every worker
-//! applies in the same order, and gathers the workers' answers. Every collection a reader can
-//! see ends in an arrangement: an indexed, multi-versioned trace of `(key, value, time, diff)`
-//! updates, registered under the catalog id of the object it materializes.
+//! The [`ComputeController`] owns the workers. It broadcasts commands (create an input, a
+//! stream or a dataflow, append updates, advance time, peek, allow compaction, drop) that every
+//! worker applies in the same order, and gathers the workers' answers. Every collection a
+//! reader can see ends in an arrangement: an indexed, multi-versioned trace of `(key, value,
+//! time, diff)` updates, registered under the catalog id of the object it materializes. Streams
+//! (append-only sources) are the exception: they are not arranged, but fed to each dataflow
+//! that reads them.
 //!
 //! This crate knows plans (from `sql`) and rows (from `repr`); it knows nothing of SQL text,
 //! the catalog, storage or clients, and no type of timely or differential leaves it.
@@ -15,6 +17,7 @@ mod controller;
 mod errors;
 mod peek;
 mod render;
+mod stream;
 mod worker;
 
 pub use arrangement::ArrangementLayout;

@@ -16,6 +16,7 @@ use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
 use crate::peek;
 use crate::render::{self, RenderContext};
+use crate::stream::{StreamInputs, StreamReader};
 
 /// The state of one worker thread.
 pub(crate) struct ComputeWorker<'w> {
@@ -24,6 +25,8 @@ pub(crate) struct ComputeWorker<'w> {
     errors: DataflowErrors,
     arrangements: ArrangementRegistry,
     inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
+    /// The streams, each with the inputs of the dataflows reading it.
+    streams: BTreeMap<GlobalId, StreamInputs>,
     pending_peeks: Vec<Arc<PeekRequest>>,
     /// Reads before this time will not be requested any more (pending peeks aside).
     allowed_since: Timestamp,
@@ -41,6 +44,7 @@ impl<'w> ComputeWorker<'w> {
             errors,
             arrangements: BTreeMap::new(),
             inputs: BTreeMap::new(),
+            streams: BTreeMap::new(),
             pending_peeks: Vec::new(),
             allowed_since: 0,
         }
@@ -77,14 +81,40 @@ impl<'w> ComputeWorker<'w> {
                 upper,
                 debug_name,
             } => self.create_input(id, layout, upper, &debug_name),
+            Command::CreateStream { id } => {
+                self.streams.entry(id).or_default();
+            }
             Command::CreateDataflow(desc) => self.create_dataflow(&desc),
             Command::Append { id, time, updates } => self.append(id, time, &updates),
+            Command::AppendStream { id, time, rows } => {
+                let share = self.share();
+                match self.streams.get_mut(&id) {
+                    Some(stream) => stream.append(time, &rows, share),
+                    None => tracing::error!(stream = %id, "append to a stream that does not exist"),
+                }
+            }
+            Command::HydrateStream {
+                dataflow,
+                stream,
+                time,
+                rows,
+                done,
+            } => {
+                let share = self.share();
+                if let Some(stream) = self.streams.get_mut(&stream) {
+                    stream.hydrate(dataflow, time, &rows, share);
+                }
+                let _ = done.send(());
+            }
             Command::AdvanceInputs { upper } => {
                 for input in self.inputs.values_mut() {
                     if *input.time() < upper {
                         input.advance_to(upper);
                     }
                     input.flush();
+                }
+                for stream in self.streams.values_mut() {
+                    stream.advance_to(upper);
                 }
             }
             Command::Peek(request) => self.pending_peeks.push(request),
@@ -121,12 +151,17 @@ impl<'w> ComputeWorker<'w> {
     fn create_dataflow(&mut self, desc: &DataflowDesc) {
         let dataflow_index = self.timely.next_dataflow_index();
         let arrangements = &mut self.arrangements;
+        let streams = &self.streams;
+        let mut stream_readers = BTreeMap::new();
         let errors = self.errors.clone();
         let layout = desc.layout.clone();
         let result = self.timely.dataflow_named(&desc.debug_name, |scope| {
             let mut context = RenderContext {
                 scope,
                 arrangements,
+                streams,
+                stream_readers: &mut stream_readers,
+                stream_collections: BTreeMap::new(),
                 dataflow: desc.id,
                 errors,
             };
@@ -144,7 +179,17 @@ impl<'w> ComputeWorker<'w> {
             )
         });
         match result {
-            Ok(trace) => self.register(desc.id, trace, layout, dataflow_index),
+            Ok(trace) => {
+                for (stream, input) in stream_readers {
+                    if let Some(stream) = self.streams.get_mut(&stream) {
+                        stream.add_reader(StreamReader {
+                            dataflow: desc.id,
+                            input,
+                        });
+                    }
+                }
+                self.register(desc.id, trace, layout, dataflow_index)
+            }
             Err(e) => {
                 tracing::error!(dataflow = %desc.id, error = %e.0, "dataflow could not be rendered");
                 self.timely.drop_dataflow(dataflow_index);
@@ -185,8 +230,18 @@ impl<'w> ComputeWorker<'w> {
         }
     }
 
+    /// This worker's index and the number of workers: a worker takes the rows at positions
+    /// equal to its index modulo the number of workers.
+    fn share(&self) -> (usize, usize) {
+        (self.timely.index(), self.timely.peers())
+    }
+
     fn drop_collection(&mut self, id: GlobalId) {
         self.inputs.remove(&id);
+        self.streams.remove(&id);
+        for stream in self.streams.values_mut() {
+            stream.remove_readers(id);
+        }
         if let Some(arrangement) = self.arrangements.remove(&id) {
             self.timely.drop_dataflow(arrangement.dataflow_index);
         }

@@ -5,7 +5,8 @@
 //! coordinator takes the sequencer (so no write is half done), reads every table at the last
 //! committed time, and hands the consolidated contents to the log, which writes them as a
 //! snapshot and deletes the segments it covers. Disk use and restart time then follow the
-//! tables' size.
+//! tables' size. Streams are not in the snapshot: their history is their stream logs, whose
+//! lengths the snapshot keeps.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -46,6 +47,7 @@ impl Coordinator {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
+            .filter(|(id, _)| !self.streams.contains(**id))
             .map(|(id, codecs)| (*id, codecs.clone()))
             .collect();
         let mut snapshot = Vec::with_capacity(tables.len());
@@ -65,10 +67,13 @@ impl Coordinator {
             ));
         }
         let positions = self.sources.positions();
+        let stream_ends = self.streams.ends();
         let this = self.arc()?;
-        tokio::task::spawn_blocking(move || this.wal.checkpoint(time, snapshot, positions))
-            .await
-            .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;
+        tokio::task::spawn_blocking(move || {
+            this.wal.checkpoint(time, snapshot, positions, stream_ends)
+        })
+        .await
+        .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;
         self.rows_since_checkpoint.store(0, Ordering::Relaxed);
         tracing::info!(
             through = time,

@@ -97,8 +97,7 @@ impl Coordinator {
                 }
             }
         }
-        let mut changes = Vec::new();
-        let mut appends = Vec::new();
+        let mut commit = CommitBatch::default();
         for (table, rows) in writes.tables {
             let rows = consolidate(rows);
             if rows.is_empty() {
@@ -112,57 +111,111 @@ impl Coordinator {
                 .cloned()
                 .ok_or_else(|| CoordError::Internal(format!("table {table} was dropped")))?;
             let batch = codecs.decode(&rows)?;
-            changes.push((
-                table,
-                batch,
-                rows.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
-            ));
-            appends.push((table, codecs.arrangement_pairs(&rows)?));
+            commit.arranged.push(ArrangedChange {
+                id: table,
+                diffs: rows.iter().map(|(_, d)| *d).collect(),
+                pairs: codecs.arrangement_pairs(&rows)?,
+                rows: batch,
+            });
         }
-        if changes.is_empty() {
+        if commit.is_empty() {
             return Ok(None);
         }
-        self.commit_changes(changes, appends, Vec::new())
-            .await
-            .map(Some)
+        self.commit_changes(commit).await.map(Some)
     }
 
-    /// Logs `changes` (each a collection's rows and diffs) and the sources' `progress` at a
-    /// new timestamp, then applies `appends` (the same changes as arrangement updates) to
-    /// compute at that time. The caller holds the sequencer.
+    /// Makes `commit` durable and visible at a new timestamp: streamed rows are appended to
+    /// their stream logs, then one WAL record holds the arranged changes, the sources'
+    /// positions and the streams' new lengths (the commit point of all of it), then compute
+    /// gets every change at that time. The caller holds the sequencer.
     pub(crate) async fn commit_changes(
         &self,
-        changes: Vec<(GlobalId, RecordBatch, Vec<Diff>)>,
-        appends: Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
-        progress: Vec<(GlobalId, String)>,
+        commit: CommitBatch,
     ) -> Result<Timestamp, CoordError> {
         let allocation = self.oracle.allocate();
         if let Some(high_water) = allocation.persist_high_water {
             self.durable.advance_timestamp_high_water(high_water)?;
         }
         let time = allocation.time;
+        let stream_ends = self.append_to_stream_logs(time, &commit.streamed).await?;
+        let (changes, applied): (Vec<_>, Vec<_>) = commit
+            .arranged
+            .into_iter()
+            .map(|change| {
+                let batch = ChangeBatch {
+                    time,
+                    rows: change.rows,
+                    diffs: change.diffs,
+                };
+                ((change.id, batch), (change.id, change.pairs))
+            })
+            .unzip();
         let record = WalRecord {
-            progress,
+            progress: commit.progress,
+            stream_ends: stream_ends.iter().map(|(id, a)| (*id, a.end)).collect(),
             time,
-            changes: changes
-                .into_iter()
-                .map(|(table, rows, diffs)| (table, ChangeBatch { time, rows, diffs }))
-                .collect(),
+            changes,
         };
         let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
-        self.wal.append(record).await?;
-        for (table, pairs) in appends {
-            self.compute.append(table, time, pairs);
+        if let Err(e) = self.wal.append(record).await {
+            self.streams.undo_appends(&stream_ends);
+            return Err(e.into());
+        }
+        for (id, pairs) in applied {
+            self.compute.append(id, time, pairs);
             self.last_write
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(table, time);
+                .insert(id, time);
+        }
+        for streamed in commit.streamed {
+            self.compute
+                .append_stream(streamed.id, time, streamed.updates);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
         let since = self.holds.earliest().unwrap_or(time).min(time);
         self.compute.allow_compaction(since);
-        self.note_logged_rows(logged_rows as u64);
+        // A commit that only appended to streams still grows the log by a record.
+        self.note_logged_rows(logged_rows.max(1) as u64);
         Ok(time)
     }
+}
+
+/// What one commit makes durable and visible at one new timestamp.
+#[derive(Default)]
+pub(crate) struct CommitBatch {
+    /// Changes to arranged collections (tables, keyed sources, system relations).
+    pub arranged: Vec<ArrangedChange>,
+    /// Rows inserted into streams (append-only sources).
+    pub streamed: Vec<StreamedRows>,
+    /// Where each source that contributed resumes after this commit.
+    pub progress: Vec<(GlobalId, String)>,
+}
+
+impl CommitBatch {
+    /// Whether there is nothing to commit.
+    pub fn is_empty(&self) -> bool {
+        self.arranged.is_empty() && self.streamed.is_empty() && self.progress.is_empty()
+    }
+}
+
+/// A change to an arranged collection: logged in the WAL, applied to its arrangement.
+pub(crate) struct ArrangedChange {
+    pub id: GlobalId,
+    /// The changed rows, for the log.
+    pub rows: RecordBatch,
+    /// Each row's change in multiplicity.
+    pub diffs: Vec<Diff>,
+    /// The same changes as the arrangement stores them.
+    pub pairs: Vec<compute::KeyedUpdate>,
+}
+
+/// Rows inserted into a stream: appended to its stream log, fed to the dataflows reading it.
+pub(crate) struct StreamedRows {
+    pub id: GlobalId,
+    /// The rows, for the stream log.
+    pub rows: RecordBatch,
+    /// The same rows encoded, each with its multiplicity.
+    pub updates: Vec<(Row, Diff)>,
 }

@@ -23,7 +23,7 @@ use crate::timestamps::{ReadHolds, TimestampOracle};
 /// Where the coordinator keeps its data and how much parallelism it uses.
 #[derive(Clone, Debug)]
 pub struct CoordConfig {
-    /// The data directory (catalog and log).
+    /// The data directory (catalog, log and stream logs).
     pub data_dir: PathBuf,
     /// Timely worker threads.
     pub workers: usize,
@@ -54,6 +54,8 @@ pub struct Coordinator {
     pub(crate) checkpoint_after_rows: u64,
     /// The sources: their positions, statistics and stop flags.
     pub(crate) sources: Arc<crate::sources::SourceRegistry>,
+    /// The streams (append-only sources) and their logs.
+    pub(crate) streams: Arc<crate::streams::Streams>,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
 }
@@ -103,6 +105,9 @@ impl Coordinator {
             checkpointing: AtomicBool::new(false),
             checkpoint_after_rows: config.checkpoint_after_rows,
             sources,
+            streams: Arc::new(crate::streams::Streams::new(
+                config.data_dir.join("streams"),
+            )),
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));

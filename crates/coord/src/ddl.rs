@@ -40,6 +40,9 @@ pub(crate) struct PlannedTable {
     pub defaults: HashMap<String, Expr>,
     /// The default expressions as SQL text.
     pub default_sql: HashMap<String, String>,
+    /// Append-only (a source without a key whose records are inserts): kept in a stream log
+    /// and fed to the dataflows that read it, not arranged (see `streams`).
+    pub is_stream: bool,
 }
 
 /// A view or materialized view, planned from its query.
@@ -156,10 +159,17 @@ impl Coordinator {
             planned.depends_on.clone(),
         )?;
         let installed = match lowered {
-            Some(plan) => self.install_materialized_view(id, &create_sql, planned, plan),
+            Some(plan) => {
+                let imports = plan.imports();
+                match self.install_materialized_view(id, &create_sql, planned, plan) {
+                    Ok(()) => self.hydrate_streams(id, imports).await,
+                    Err(e) => Err(e),
+                }
+            }
             None => self.install_view(id, &create_sql, planned),
         };
         if let Err(e) = installed {
+            self.uninstall(id);
             self.durable.apply(&[CatalogOp::Delete(id)])?;
             return Err(e);
         }
@@ -194,7 +204,16 @@ impl Coordinator {
             &create_sql,
             vec![planned.on],
         )?;
-        self.install_index(id, &create_sql, planned)?;
+        let on = planned.on;
+        let installed = match self.install_index(id, &create_sql, planned) {
+            Ok(()) => self.hydrate_streams(id, vec![on]).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = installed {
+            self.uninstall(id);
+            self.durable.apply(&[CatalogOp::Delete(id)])?;
+            return Err(e);
+        }
         Ok(ExecuteResponse::command("CREATE INDEX"))
     }
 
@@ -421,11 +440,13 @@ impl Coordinator {
             },
             defaults,
             default_sql: default_text,
+            is_stream: false,
         })
     }
 
     /// Makes a table (or a source: `kind`) readable and writable: its codecs, its input and
-    /// arrangement in compute, its catalog entry (depending on `depends_on`).
+    /// arrangement in compute (or, for a stream, its stream log and stream), its catalog entry
+    /// (depending on `depends_on`).
     pub(crate) fn install_table(
         &self,
         id: GlobalId,
@@ -446,7 +467,12 @@ impl Coordinator {
         };
         let mut table = relation_table(id, &planned.name, planned.desc);
         table.defaults = planned.defaults;
-        self.compute.create_input(id, layout, upper, &planned.name);
+        if planned.is_stream {
+            self.streams.open(id)?;
+            self.compute.create_stream(id);
+        } else {
+            self.compute.create_input(id, layout, upper, &planned.name);
+        }
         self.table_codecs
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -825,7 +851,7 @@ impl Coordinator {
     }
 
     /// Removes an item from the catalog and compute.
-    fn uninstall(&self, id: GlobalId) {
+    pub(crate) fn uninstall(&self, id: GlobalId) {
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         let Some(item) = catalog.remove(id) else {
             return;
@@ -835,6 +861,7 @@ impl Coordinator {
         }
         if item.kind == ItemKind::Source {
             self.stop_source(id);
+            self.streams.remove(id);
         }
         if matches!(
             item.kind,

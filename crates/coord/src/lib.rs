@@ -3,7 +3,9 @@
 //! It owns the catalog, the timeline (timestamp oracle and read holds), and the durable
 //! catalog and log. Statements arrive parsed; DDL changes the catalog and creates or drops
 //! dataflows, writes are logged durably and then fed to compute at one timestamp per
-//! transaction, and reads run DataFusion over snapshots peeked from arrangements at one time.
+//! transaction (append-only sources go to stream logs of their own and are fed to the
+//! dataflows that read them), and reads run DataFusion over snapshots peeked from
+//! arrangements at one time.
 //!
 //! Nothing here knows the wire protocol: results are Arrow batches and command tags, errors
 //! are [`CoordError`]s that the server maps to SQLSTATEs.
@@ -35,6 +37,7 @@ mod source_statements;
 mod sources;
 mod statement;
 mod statement_checks;
+mod streams;
 mod system_catalog;
 mod table_rows;
 mod timestamps;

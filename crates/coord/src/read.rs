@@ -2,8 +2,8 @@
 //!
 //! A query picks one time (the last committed write, so it reads its own and every
 //! acknowledged write), holds it so arrangements stay readable there, and plans with
-//! DataFusion in a session whose scans peek arrangements at that time. Equality filters on
-//! an arrangement's key become point lookups.
+//! DataFusion in a session whose scans peek arrangements at that time (or read a stream's log
+//! up to it). Equality filters on an arrangement's key become point lookups.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use crate::error::CoordError;
 use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
+use crate::streams::{read_stream, Streams};
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;
@@ -34,6 +35,8 @@ const BATCH_ROWS: usize = 8192;
 #[derive(Debug)]
 pub(crate) struct ArrangementReader {
     pub compute: Arc<ComputeController>,
+    /// Streams are read from their logs, not from arrangements.
+    pub streams: Arc<Streams>,
     pub time: Timestamp,
     pub overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
 }
@@ -45,8 +48,20 @@ impl SnapshotReader for ArrangementReader {
         relation: &RelationTable,
         lookup: Option<KeyLookup>,
     ) -> DfResult<Vec<RecordBatch>> {
-        let codec = RowCodec::new(datafusion::catalog::TableProvider::schema(relation))
-            .map_err(external)?;
+        let schema = datafusion::catalog::TableProvider::schema(relation);
+        // A stream is read from its log, unless an index on it answers a key lookup.
+        let stream_log = lookup
+            .is_none()
+            .then(|| self.streams.get(relation.id))
+            .flatten();
+        if let Some(log) = stream_log {
+            let time = self.time;
+            return tokio::task::spawn_blocking(move || read_stream(&log, time, &schema))
+                .await
+                .map_err(external)?
+                .map_err(external);
+        }
+        let codec = RowCodec::new(schema).map_err(external)?;
         let overlay = self
             .overlay
             .get(&relation.id)

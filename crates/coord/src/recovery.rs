@@ -3,9 +3,11 @@
 //! Tables come first and get their logged writes back at the times they were committed;
 //! then views, materialized views and indexes are planned from their stored SQL in creation
 //! order (an item only depends on items created before it), and their dataflows catch up
-//! from the tables' arrangements. Sources are installed with the tables; once every
-//! dataflow has caught up, each source's connector resumes after the last position the log
-//! holds for it. Reads are admitted once every dataflow has caught up.
+//! from the tables' arrangements, and are fed the history of the streams they read from the
+//! stream logs (each cut back to the length the log committed last). Sources are installed
+//! with the tables; once every dataflow has caught up, each source's connector resumes after
+//! the last position the log holds for it. Reads are admitted once every dataflow has caught
+//! up.
 
 use std::time::Instant;
 
@@ -53,6 +55,7 @@ impl Coordinator {
             )?;
             tables += 1;
         }
+        self.streams.set_committed_ends(&records);
         let mut sources = Vec::new();
         for item in items.iter().filter(|i| i.kind == ItemKind::Source) {
             let Some(crate::Statement::CreateSource(create)) =
@@ -96,12 +99,16 @@ impl Coordinator {
                 (ItemKind::MaterializedView, Statement::CreateView(create)) => {
                     let planned = self.plan_view(&create).await?;
                     let plan = self.lower_view(&planned)?;
+                    let imports = plan.imports();
                     self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
+                    self.hydrate_streams(item.id, imports).await?;
                     dataflows.push(item.id);
                 }
                 (ItemKind::Index, Statement::CreateIndex(create)) => {
                     let planned = self.plan_index(&create)?;
+                    let on = planned.on;
                     self.install_index(item.id, &item.create_sql, planned)?;
+                    self.hydrate_streams(item.id, vec![on]).await?;
                     dataflows.push(item.id);
                 }
                 (kind, _) => {
@@ -113,6 +120,7 @@ impl Coordinator {
             }
         }
         self.load_comments()?;
+        self.streams.remove_orphans()?;
         for id in &dataflows {
             self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
         }

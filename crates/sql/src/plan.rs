@@ -20,9 +20,10 @@ pub type ScalarExpr = Arc<dyn PhysicalExpr>;
 /// An incremental operator tree producing one collection.
 #[derive(Debug, Clone)]
 pub enum Plan {
-    /// The contents of an arranged collection (a table, materialized view or index).
+    /// The contents of a collection: an arranged one (a table, materialized view or index)
+    /// or a stream (an append-only source, fed to each dataflow that reads it).
     Get {
-        /// The arranged collection to read.
+        /// The collection to read.
         id: GlobalId,
         /// Its row schema.
         schema: SchemaRef,

@@ -80,6 +80,16 @@ pub enum StorageError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A stream log does not hold what the WAL committed for it, or holds bytes that are not
+    /// its records: a bug or damage, never a crash artefact (appends are fsynced before the
+    /// WAL commits them).
+    #[error("stream log {} is corrupt: {reason}", path.display())]
+    CorruptStreamLog {
+        /// The stream log's file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An append at a time a checkpoint already covers would be skipped on replay.
     #[error("record at time {time} is not after the last checkpoint (through {through})")]
     TimeNotAfterCheckpoint {

@@ -12,7 +12,10 @@ mod map_filter;
 mod reduce;
 mod top_k;
 
+use std::collections::BTreeMap;
+
 use datafusion::arrow::datatypes::SchemaRef;
+use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::plan::Plan;
@@ -21,6 +24,7 @@ use timely::dataflow::Scope;
 use crate::arrangement::ArrangementRegistry;
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
+use crate::stream::StreamInputs;
 
 pub(crate) use map_filter::render_key_by;
 
@@ -73,6 +77,12 @@ pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
 pub(crate) struct RenderContext<'s, 'a> {
     pub scope: Scope<'s, Timestamp>,
     pub arrangements: &'a mut ArrangementRegistry,
+    /// The streams that exist; a plan reading one gets an input of its own.
+    pub streams: &'a BTreeMap<GlobalId, StreamInputs>,
+    /// The inputs created for the streams this dataflow reads, to register once it is built.
+    pub stream_readers: &'a mut BTreeMap<GlobalId, InputSession<Timestamp, Row, Diff>>,
+    /// The collections of those inputs, so a stream read twice is fed once.
+    pub stream_collections: BTreeMap<GlobalId, RowCollection<'s>>,
     pub dataflow: GlobalId,
     pub errors: DataflowErrors,
 }
@@ -151,6 +161,9 @@ impl<'s> RenderContext<'s, '_> {
     }
 
     fn import(&mut self, id: GlobalId) -> Result<RowCollection<'s>, RenderError> {
+        if self.streams.contains_key(&id) {
+            return Ok(self.read_stream(id));
+        }
         let arrangement = self
             .arrangements
             .get_mut(&id)
@@ -160,5 +173,17 @@ impl<'s> RenderContext<'s, '_> {
             .trace
             .import_named(self.scope, &format!("Import {id}"))
             .as_collection(move |key, value| layout.row(key, value).clone()))
+    }
+
+    /// The rows of stream `id`, through an input of this dataflow's own.
+    fn read_stream(&mut self, id: GlobalId) -> RowCollection<'s> {
+        if let Some(collection) = self.stream_collections.get(&id) {
+            return collection.clone();
+        }
+        let mut input = InputSession::new();
+        let collection = input.to_collection(self.scope);
+        self.stream_readers.insert(id, input);
+        self.stream_collections.insert(id, collection.clone());
+        collection
     }
 }

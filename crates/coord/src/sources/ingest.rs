@@ -3,20 +3,21 @@
 //! The reader thread hands batches to the ingest task through a bounded channel, so a
 //! source whose batches cannot be committed as fast as it reads them waits instead of
 //! buffering without bound (backpressure). Each batch is committed like a transaction: one
-//! new timestamp, the rows and the connector's position after them in one log record, then
-//! the rows go to compute.
+//! new timestamp, the rows and the connector's position after them in one log record (an
+//! append-only source's rows go to its stream log first, and the record holds the log's new
+//! length), then the rows go to compute.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use std::collections::{BTreeMap, HashMap};
-
 use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceReader};
 use datafusion::arrow::array::RecordBatch;
-use repr::{Diff, GlobalId, Row};
+use repr::{Diff, GlobalId, Row, Timestamp};
 use tokio::sync::mpsc;
 
 use super::errors::{bad_record_rows, SOURCE_ERRORS};
+use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
@@ -69,7 +70,7 @@ pub(super) fn spawn(
                 Ok(Some(batch)) => {
                     let position = batch.position.clone();
                     match coordinator.commit_source_batch(&wiring, batch).await {
-                        Ok(()) => durable.set(&position),
+                        Ok(_) => durable.set(&position),
                         Err(e) => {
                             tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
                             coordinator.sources.update(id, |stats| {
@@ -117,18 +118,19 @@ pub(crate) struct SourceWiring {
 impl Coordinator {
     /// Makes one batch of the source wired as `wiring` durable with its position, then
     /// visible: its changes, its bad records (in `source_errors` and the error table) and
-    /// its position in one log record, at one timestamp.
+    /// its position in one log record, at one timestamp, which it returns (`None` if there
+    /// was nothing to commit).
     pub(crate) async fn commit_source_batch(
         &self,
         wiring: &SourceWiring,
         batch: SourceBatch,
-    ) -> Result<(), CoordError> {
+    ) -> Result<Option<Timestamp>, CoordError> {
         let id = wiring.outputs[0];
         let _sequencer = self.sequencer.clone().lock_owned().await;
         if wiring.stop.load(Ordering::Acquire) {
             // Stopped (dropped, or restarted with new outputs) while the batch was on its
             // way: the next run reads it again from the last durable position.
-            return Ok(());
+            return Ok(None);
         }
         // The codecs of the relations this batch may write, and no others: this runs for
         // every batch.
@@ -144,14 +146,14 @@ impl Coordinator {
                 .collect()
         };
         if !codecs.contains_key(&id) {
-            return Ok(());
+            return Ok(None);
         }
         let unchanged_position = self
             .sources
             .position(id)
             .is_some_and(|p| p == batch.position);
         if batch.changes.is_empty() && batch.errors.is_empty() && unchanged_position {
-            return Ok(());
+            return Ok(None);
         }
         let rows = batch.row_count() as u64;
         let mut bytes = 0;
@@ -162,8 +164,10 @@ impl Coordinator {
                 .or_default()
                 .push(change.change);
         }
-        let mut changes = Vec::new();
-        let mut appends = Vec::new();
+        let mut commit = CommitBatch {
+            progress: vec![(id, batch.position.clone())],
+            ..CommitBatch::default()
+        };
         for (output, output_changes) in by_output {
             let table = *wiring.outputs.get(output).ok_or_else(|| {
                 CoordError::Internal(format!("source {id} wrote to unknown output {output}"))
@@ -175,11 +179,16 @@ impl Coordinator {
                 && output_changes
                     .iter()
                     .all(|c| matches!(c, Change::Insert(_)));
+            if self.streams.contains(table) && !append_only {
+                return Err(CoordError::Internal(format!(
+                    "source {id} updated or deleted rows of the append-only stream {table}"
+                )));
+            }
             if append_only {
                 for change in output_changes {
                     if let Change::Insert(inserted) = change {
                         bytes += inserted.get_array_memory_size() as u64;
-                        append(&mut changes, &mut appends, table, codecs, inserted)?;
+                        self.add_insert(&mut commit, table, codecs, inserted)?;
                     }
                 }
                 continue;
@@ -190,8 +199,12 @@ impl Coordinator {
             }
             let decoded = codecs.decode(&updates)?;
             bytes += decoded.get_array_memory_size() as u64;
-            appends.push((table, codecs.arrangement_pairs(&updates)?));
-            changes.push((table, decoded, updates.iter().map(|(_, d)| *d).collect()));
+            commit.arranged.push(ArrangedChange {
+                id: table,
+                diffs: updates.iter().map(|(_, d)| *d).collect(),
+                pairs: codecs.arrangement_pairs(&updates)?,
+                rows: decoded,
+            });
         }
         let errors = batch.errors.len() as u64;
         if !batch.errors.is_empty() {
@@ -199,40 +212,52 @@ impl Coordinator {
             let targets = std::iter::once(SOURCE_ERRORS).chain(wiring.error_table);
             for target in targets {
                 if let Some(codecs) = codecs.get(&target) {
-                    append(&mut changes, &mut appends, target, codecs, bad.clone())?;
+                    self.add_insert(&mut commit, target, codecs, bad.clone())?;
                 }
             }
         }
-        self.commit_changes(changes, appends, vec![(id, batch.position.clone())])
-            .await?;
+        let time = self.commit_changes(commit).await?;
         self.sources.update(id, |stats| {
             stats.record_batch(rows, bytes, errors, batch.position, batch.lag)
         });
-        Ok(())
+        Ok(Some(time))
     }
 }
 
-/// Adds the insertion of `rows` into `table` to a commit's log changes and arrangement
-/// updates.
-fn append(
-    changes: &mut Vec<(GlobalId, RecordBatch, Vec<Diff>)>,
-    appends: &mut Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
-    table: GlobalId,
-    codecs: &TableCodecs,
-    rows: RecordBatch,
-) -> Result<(), CoordError> {
-    if rows.num_rows() == 0 {
-        return Ok(());
+impl Coordinator {
+    /// Adds the insertion of `rows` into `table` (a stream, or an arranged relation) to
+    /// `commit`.
+    fn add_insert(
+        &self,
+        commit: &mut CommitBatch,
+        table: GlobalId,
+        codecs: &TableCodecs,
+        rows: RecordBatch,
+    ) -> Result<(), CoordError> {
+        if rows.num_rows() == 0 {
+            return Ok(());
+        }
+        let updates: Vec<(Row, Diff)> = codecs
+            .rows
+            .encode(&rows)
+            .map_err(|e| CoordError::Internal(e.to_string()))?
+            .into_iter()
+            .map(|row| (row, 1))
+            .collect();
+        if self.streams.contains(table) {
+            commit.streamed.push(StreamedRows {
+                id: table,
+                rows,
+                updates,
+            });
+            return Ok(());
+        }
+        commit.arranged.push(ArrangedChange {
+            id: table,
+            diffs: vec![1; rows.num_rows()],
+            pairs: codecs.arrangement_pairs(&updates)?,
+            rows,
+        });
+        Ok(())
     }
-    let updates: Vec<(Row, Diff)> = codecs
-        .rows
-        .encode(&rows)
-        .map_err(|e| CoordError::Internal(e.to_string()))?
-        .into_iter()
-        .map(|row| (row, 1))
-        .collect();
-    appends.push((table, codecs.arrangement_pairs(&updates)?));
-    let count = rows.num_rows();
-    changes.push((table, rows, vec![1; count]));
-    Ok(())
 }

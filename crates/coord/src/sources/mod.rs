@@ -2,7 +2,9 @@
 //!
 //! A source is planned like a table (its declared columns, or the connector's own) and
 //! installed like one: a collection with an input and an arrangement in compute, written to
-//! the same log and timeline as tables, so views read sources and tables alike. Users cannot
+//! the same log and timeline as tables, so views read sources and tables alike. An
+//! append-only source (no key, plain records) is a stream instead: its rows go to a stream
+//! log of their own and to the dataflows that read it, and are not arranged (`crate::streams`). Users cannot
 //! write to it; its connector does (see `ingest`), and every batch is logged together with
 //! the connector's position after it. On restart the log gives back the rows and the last
 //! position, and the connector resumes there: nothing lost, nothing twice.
@@ -22,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use connectors::{
-    Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
+    Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
@@ -167,6 +169,7 @@ impl Coordinator {
                 },
                 defaults: Default::default(),
                 default_sql: Default::default(),
+                is_stream: false,
             }
         } else {
             let table = CreateTableBuilder::new(create.name.clone())
@@ -176,7 +179,15 @@ impl Coordinator {
             self.plan_table(&table)?
         };
         let include = source_include(create)?;
-        let planned = with_include_columns(planned, &include)?;
+        let mut planned = with_include_columns(planned, &include)?;
+        let format = source_format(create)?;
+        // Only inserts ever reach a source without a key read as plain records: it is a
+        // stream. (A CDC source feeds tables, which are arranged.)
+        planned.is_stream = planned.desc.primary_key.is_none()
+            && connector != tables::CDC_CONNECTOR
+            && format
+                .as_ref()
+                .is_none_or(|f| f.envelope == Envelope::Plain);
         if let Some((column, _)) = &create.watermark {
             let column = crate::naming::fold_ident(column);
             if planned.desc.schema.index_of(&column).is_err() {
@@ -187,7 +198,7 @@ impl Coordinator {
         }
         // Opening the connector checks every option and the columns.
         let mut context = SourceContext {
-            format: source_format(create)?,
+            format,
             include,
             ..SourceContext::new(planned.desc.schema.clone())
         };

@@ -27,7 +27,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use repr::{ChangeBatch, GlobalId, Timestamp};
+use repr::{ChangeBatch, Timestamp};
 
 use super::files::{list_dir, remove_file, snapshot_file_name, sync_dir, temporary_file_name};
 use super::record_codec::{decode_record, encode_record};
@@ -41,15 +41,10 @@ const SNAPSHOT_VERSION: u8 = 1;
 /// The most rows one snapshot entry holds, keeping frames far below their 4 GiB limit.
 const SNAPSHOT_CHUNK_ROWS: usize = 64 * 1024;
 
-/// Runs a checkpoint through `through` with `snapshot` as the contents at that time.
-pub(super) fn run(
-    shared: &Shared,
-    dir: &Path,
-    through: Timestamp,
-    snapshot: Vec<(GlobalId, ChangeBatch)>,
-    progress: Vec<(GlobalId, String)>,
-) -> Result<(), StorageError> {
+/// Runs a checkpoint through `snapshot.time` with `snapshot` as the contents at that time.
+pub(super) fn run(shared: &Shared, dir: &Path, snapshot: WalRecord) -> Result<(), StorageError> {
     let started = Instant::now();
+    let through = snapshot.time;
     if !shared.begin_checkpoint(through)? {
         return Ok(());
     }
@@ -63,7 +58,7 @@ pub(super) fn run(
     }
 
     // 2. The snapshot, durably in place.
-    write_snapshot(dir, through, &snapshot, &progress)?;
+    write_snapshot(dir, &snapshot)?;
 
     // 3. Retire what it supersedes.
     let retired: Vec<PathBuf> = {
@@ -92,14 +87,11 @@ pub(super) fn run(
     Ok(())
 }
 
-/// Writes `snapshot-<through>.arrow` atomically and durably; returns its path.
-pub(super) fn write_snapshot(
-    dir: &Path,
-    through: Timestamp,
-    snapshot: &[(GlobalId, ChangeBatch)],
-    progress: &[(GlobalId, String)],
-) -> Result<PathBuf, StorageError> {
-    for (id, batch) in snapshot {
+/// Writes `snapshot-<through>.arrow` (`through` is the snapshot's time) atomically and
+/// durably; returns its path.
+pub(super) fn write_snapshot(dir: &Path, snapshot: &WalRecord) -> Result<PathBuf, StorageError> {
+    let through = snapshot.time;
+    for (id, batch) in &snapshot.changes {
         if batch.diffs.len() != batch.rows.num_rows() {
             return Err(StorageError::InvalidChangeBatch {
                 id: *id,
@@ -114,7 +106,7 @@ pub(super) fn write_snapshot(
     let final_name = snapshot_file_name(through);
     let final_path = dir.join(&final_name);
     let temporary = dir.join(temporary_file_name(&final_name));
-    let written = write_entries(&temporary, through, snapshot, progress).and_then(|()| {
+    let written = write_entries(&temporary, snapshot).and_then(|()| {
         std::fs::rename(&temporary, &final_path).map_err(|e| StorageError::io(&final_path, e))
     });
     if let Err(error) = written {
@@ -126,28 +118,27 @@ pub(super) fn write_snapshot(
     Ok(final_path)
 }
 
-/// Writes and fsyncs the header and the chunked entries to `path`; the source positions, if
-/// any, are one more entry with no changes.
-fn write_entries(
-    path: &Path,
-    through: Timestamp,
-    snapshot: &[(GlobalId, ChangeBatch)],
-    progress: &[(GlobalId, String)],
-) -> Result<(), StorageError> {
+/// Writes and fsyncs the header and the chunked entries to `path`; the source positions and
+/// stream ends, if any, are one more entry with no changes.
+fn write_entries(path: &Path, snapshot: &WalRecord) -> Result<(), StorageError> {
+    let through = snapshot.time;
     let mut entries: Vec<WalRecord> = snapshot
+        .changes
         .iter()
         .flat_map(|(id, batch)| chunk(batch, through).map(move |c| (*id, c)))
         .map(|(id, batch)| WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: through,
             changes: vec![(id, batch)],
         })
         .collect();
-    if !progress.is_empty() {
+    if !snapshot.progress.is_empty() || !snapshot.stream_ends.is_empty() {
         entries.push(WalRecord {
             time: through,
             changes: Vec::new(),
-            progress: progress.to_vec(),
+            progress: snapshot.progress.clone(),
+            stream_ends: snapshot.stream_ends.clone(),
         });
     }
     let io_error = |e| StorageError::io(path, e);
@@ -198,6 +189,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
     let entries = parse_header(&header, through).map_err(corrupt)?;
     let mut record = WalRecord {
         progress: Vec::new(),
+        stream_ends: Vec::new(),
         time: through,
         changes: Vec::new(),
     };
@@ -217,6 +209,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
         }
         record.changes.extend(entry.changes);
         record.progress.extend(entry.progress);
+        record.stream_ends.extend(entry.stream_ends);
     }
     match reader.next_frame()? {
         FrameRead::End => Ok(record),

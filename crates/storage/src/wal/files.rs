@@ -80,14 +80,14 @@ fn parse_number(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
 }
 
 /// Makes the directory's entries (created, renamed, removed files) durable.
-pub(super) fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StorageError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StorageError::io(dir, e))
 }
 
 /// Removes a file; one that is already gone is fine.
-pub(super) fn remove_file(path: &Path) -> Result<(), StorageError> {
+pub(crate) fn remove_file(path: &Path) -> Result<(), StorageError> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StorageError::io(path, e)),
         _ => Ok(()),

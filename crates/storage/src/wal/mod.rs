@@ -7,12 +7,12 @@
 //! (`checkpoint`) and read back on open (`recovery`).
 
 mod checkpoint;
-mod files;
-mod record_codec;
+pub(crate) mod files;
+pub(crate) mod record_codec;
 mod recovery;
-mod segment;
+pub(crate) mod segment;
 #[cfg(test)]
-mod test_data;
+pub(crate) mod test_data;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -40,6 +40,10 @@ pub struct WalRecord {
     /// text: an event number, file offsets, an LSN). Stored with the data, so a restart
     /// neither loses nor repeats what a source delivered.
     pub progress: Vec<(GlobalId, String)>,
+    /// The durable length of each stream log this record's commit appended to (see
+    /// [`crate::StreamLog`]): the record is the commit point of those appends, so after a
+    /// crash each stream log is cut back to the last length the log holds for it.
+    pub stream_ends: Vec<(GlobalId, u64)>,
 }
 
 /// How the log is laid out on disk.
@@ -70,7 +74,7 @@ impl Default for WalOptions {
 /// for record in replay {
 ///     // Apply record.changes at record.time.
 /// }
-/// wal.append_blocking(WalRecord { time: 1, changes: vec![], progress: vec![] })?;
+/// wal.append_blocking(WalRecord { time: 1, changes: vec![], progress: vec![], stream_ends: vec![] })?;
 /// # Ok(()) }
 /// ```
 pub struct Wal {
@@ -97,7 +101,8 @@ impl Wal {
     /// Returns the records to replay, in order: the latest checkpoint's snapshot as one record
     /// at its `through` time (if there is a checkpoint), then every logged record after
     /// `through`, in the order they were appended. A torn tail is cut off (see `recovery`).
-    /// The snapshot record's `progress` holds every source's position as of `through`.
+    /// The snapshot record's `progress` holds every source's position as of `through`, and
+    /// its `stream_ends` every stream log's length then.
     pub fn open(dir: &Path) -> Result<(Wal, Vec<WalRecord>), StorageError> {
         Self::open_with_options(dir, WalOptions::default())
     }
@@ -169,18 +174,26 @@ impl Wal {
     /// nothing at or before `through` afterwards (such appends are refused). The batches' own
     /// `time` is ignored; they are replayed at `through`. A checkpoint not past the previous one
     /// changes nothing. Safe against a crash at any point (see `checkpoint`). `progress` is
-    /// every source's position as of `through`; it is kept in the snapshot.
+    /// every source's position and `stream_ends` every stream log's length as of `through`;
+    /// both are kept in the snapshot.
     pub fn checkpoint(
         &self,
         through: Timestamp,
         snapshot: Vec<(GlobalId, ChangeBatch)>,
         progress: Vec<(GlobalId, String)>,
+        stream_ends: Vec<(GlobalId, u64)>,
     ) -> Result<(), StorageError> {
         let _one_at_a_time = self
             .checkpointing
             .lock()
             .expect("invariant: no thread panics while checkpointing");
-        checkpoint::run(&self.shared, &self.dir, through, snapshot, progress)
+        let snapshot = WalRecord {
+            time: through,
+            changes: snapshot,
+            progress,
+            stream_ends,
+        };
+        checkpoint::run(&self.shared, &self.dir, snapshot)
     }
 
     /// Checks, encodes, frames and queues `record`.

@@ -1,12 +1,14 @@
 //! The bytes of one WAL record.
 //!
 //! ```text
-//! payload = [version: u8 = 2][time: u64 LE][changes: u32 LE]
+//! payload = [version: u8 = 3][time: u64 LE][changes: u32 LE]
 //!           changes × ([collection id: u64 LE][ipc length: u64 LE][Arrow IPC stream])
 //!           [positions: u32 LE] positions × ([source id: u64 LE][length: u32 LE][UTF-8])
+//!           [stream ends: u32 LE] stream ends × ([stream id: u64 LE][length: u64 LE])
 //! ```
 //!
-//! Version 1 records (written before sources existed) have no positions and still decode.
+//! Older records still decode: version 2 has no stream ends, version 1 (written before
+//! sources existed) no positions either.
 //!
 //! Each change batch is one Arrow IPC *stream* (schema message, one batch, end marker) of the
 //! batch's rows with an extra non-null `Int64` column `__diff` appended last. The IPC schema
@@ -27,7 +29,9 @@ use super::WalRecord;
 use crate::StorageError;
 
 /// The payload format this code writes.
-const FORMAT_VERSION: u8 = 2;
+const FORMAT_VERSION: u8 = 3;
+/// The format before stream logs; still read.
+const FORMAT_VERSION_WITHOUT_STREAM_ENDS: u8 = 2;
 /// The format before source positions; still read.
 const FORMAT_VERSION_WITHOUT_POSITIONS: u8 = 1;
 /// The name of the diff column appended to every encoded batch.
@@ -35,7 +39,7 @@ const DIFF_COLUMN: &str = "__diff";
 
 /// Encodes `record` as a payload. Each batch is stored at the record's time; the batches' own
 /// `time` fields are not stored.
-pub(super) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError> {
+pub(crate) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError> {
     let count = u32::try_from(record.changes.len()).map_err(|_| StorageError::RecordTooLarge {
         size_bytes: usize::MAX,
     })?;
@@ -60,14 +64,20 @@ pub(super) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError>
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(position.as_bytes());
     }
+    let ends = u32::try_from(record.stream_ends.len()).map_err(|_| too_large())?;
+    out.extend_from_slice(&ends.to_le_bytes());
+    for (id, end) in &record.stream_ends {
+        out.extend_from_slice(&id.0.to_le_bytes());
+        out.extend_from_slice(&end.to_le_bytes());
+    }
     Ok(out)
 }
 
 /// Decodes a payload written by [`encode_record`]; the error says what is wrong.
-pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
+pub(crate) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
     let mut input = payload;
     let version = take(&mut input, 1)?[0];
-    if version != FORMAT_VERSION && version != FORMAT_VERSION_WITHOUT_POSITIONS {
+    if !(FORMAT_VERSION_WITHOUT_POSITIONS..=FORMAT_VERSION).contains(&version) {
         return Err(format!("unknown record format version {version}"));
     }
     let time = u64::from_le_bytes(take_array(&mut input)?);
@@ -83,7 +93,7 @@ pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
         changes.push((id, ChangeBatch { time, rows, diffs }));
     }
     let mut progress = Vec::new();
-    if version == FORMAT_VERSION {
+    if version >= FORMAT_VERSION_WITHOUT_STREAM_ENDS {
         let count = u32::from_le_bytes(take_array(&mut input)?);
         for _ in 0..count {
             let id = GlobalId(u64::from_le_bytes(take_array(&mut input)?));
@@ -93,6 +103,15 @@ pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
             progress.push((id, text.to_string()));
         }
     }
+    let mut stream_ends = Vec::new();
+    if version >= FORMAT_VERSION {
+        let count = u32::from_le_bytes(take_array(&mut input)?);
+        for _ in 0..count {
+            let id = GlobalId(u64::from_le_bytes(take_array(&mut input)?));
+            let end = u64::from_le_bytes(take_array(&mut input)?);
+            stream_ends.push((id, end));
+        }
+    }
     if !input.is_empty() {
         return Err(format!("{} trailing bytes", input.len()));
     }
@@ -100,6 +119,7 @@ pub(super) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
         time,
         changes,
         progress,
+        stream_ends,
     })
 }
 
@@ -198,6 +218,7 @@ mod tests {
         let rows = rich_batch();
         let record = WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: 42,
             changes: vec![
                 (
@@ -240,6 +261,7 @@ mod tests {
         .unwrap();
         let record = WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(1),
@@ -259,6 +281,7 @@ mod tests {
     fn mismatched_diffs_are_refused() {
         let record = WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -286,6 +309,7 @@ mod tests {
     fn unknown_versions_and_truncations_are_reported() {
         let record = WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -299,22 +323,51 @@ mod tests {
         let mut payload = encode_record(&record).unwrap();
         let truncated = &payload[..payload.len() - 1];
         assert!(decode_record(truncated).is_err());
-        payload[0] = 3;
-        assert!(decode_record(&payload).unwrap_err().contains("version 3"));
+        payload[0] = 4;
+        assert!(decode_record(&payload).unwrap_err().contains("version 4"));
     }
 
     #[test]
     fn records_of_the_format_without_positions_still_decode() {
         let record = WalRecord {
             progress: Vec::new(),
+            stream_ends: Vec::new(),
             time: 4,
             changes: Vec::new(),
         };
         let mut payload = encode_record(&record).unwrap();
-        payload.truncate(payload.len() - 4);
+        payload.truncate(payload.len() - 8);
         payload[0] = FORMAT_VERSION_WITHOUT_POSITIONS;
         let decoded = decode_record(&payload).unwrap();
         assert_eq!(decoded.time, 4);
         assert!(decoded.progress.is_empty());
+    }
+
+    #[test]
+    fn records_of_the_format_without_stream_ends_still_decode() {
+        let record = WalRecord {
+            progress: vec![(GlobalId(5), "17".into())],
+            stream_ends: Vec::new(),
+            time: 6,
+            changes: Vec::new(),
+        };
+        let mut payload = encode_record(&record).unwrap();
+        payload.truncate(payload.len() - 4);
+        payload[0] = FORMAT_VERSION_WITHOUT_STREAM_ENDS;
+        let decoded = decode_record(&payload).unwrap();
+        assert_eq!(decoded.progress, vec![(GlobalId(5), "17".to_string())]);
+        assert!(decoded.stream_ends.is_empty());
+    }
+
+    #[test]
+    fn stream_ends_round_trip() {
+        let record = WalRecord {
+            progress: Vec::new(),
+            stream_ends: vec![(GlobalId(8), 4096), (GlobalId(9), 0)],
+            time: 7,
+            changes: Vec::new(),
+        };
+        let decoded = decode_record(&encode_record(&record).unwrap()).unwrap();
+        assert_eq!(decoded.stream_ends, record.stream_ends);
     }
 }

@@ -18,10 +18,10 @@ use super::files::{segment_file_name, sync_dir};
 use crate::StorageError;
 
 /// Bytes of a frame before its payload.
-pub(super) const FRAME_HEADER_BYTES: u64 = 8;
+pub(crate) const FRAME_HEADER_BYTES: u64 = 8;
 
 /// Frames `payload`: header followed by the payload.
-pub(super) fn frame(payload: &[u8]) -> Result<Vec<u8>, StorageError> {
+pub(crate) fn frame(payload: &[u8]) -> Result<Vec<u8>, StorageError> {
     let len = u32::try_from(payload.len()).map_err(|_| StorageError::RecordTooLarge {
         size_bytes: payload.len(),
     })?;
@@ -34,7 +34,7 @@ pub(super) fn frame(payload: &[u8]) -> Result<Vec<u8>, StorageError> {
 
 /// What reading the next frame found.
 #[derive(Debug)]
-pub(super) enum FrameRead {
+pub(crate) enum FrameRead {
     /// A whole frame with a good checksum, starting at `offset`.
     Frame {
         /// Byte offset of the frame's header.
@@ -54,7 +54,7 @@ pub(super) enum FrameRead {
 }
 
 /// Reads the frames of one file in order.
-pub(super) struct FrameReader {
+pub(crate) struct FrameReader {
     path: PathBuf,
     reader: BufReader<File>,
     offset: u64,
@@ -63,12 +63,19 @@ pub(super) struct FrameReader {
 
 impl FrameReader {
     /// Opens `path` for reading from the start.
-    pub(super) fn open(path: &Path) -> Result<Self, StorageError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, StorageError> {
+        Self::open_prefix(path, u64::MAX)
+    }
+
+    /// Opens `path` for reading its first `len_bytes` bytes (fewer if the file is shorter):
+    /// bytes appended after them are not read, even if they are there by then.
+    pub(crate) fn open_prefix(path: &Path, len_bytes: u64) -> Result<Self, StorageError> {
         let file = File::open(path).map_err(|e| StorageError::io(path, e))?;
         let file_len = file
             .metadata()
             .map_err(|e| StorageError::io(path, e))?
-            .len();
+            .len()
+            .min(len_bytes);
         Ok(FrameReader {
             path: path.to_owned(),
             reader: BufReader::with_capacity(1 << 20, file),
@@ -77,13 +84,13 @@ impl FrameReader {
         })
     }
 
-    /// The file's length when it was opened.
+    /// The length read: the file's length when it was opened, or the prefix asked for.
     pub(super) fn file_len(&self) -> u64 {
         self.file_len
     }
 
     /// Reads the next frame. After `End` or `Torn` there is nothing more to read.
-    pub(super) fn next_frame(&mut self) -> Result<FrameRead, StorageError> {
+    pub(crate) fn next_frame(&mut self) -> Result<FrameRead, StorageError> {
         let offset = self.offset;
         let remaining = self.file_len - offset;
         if remaining == 0 {

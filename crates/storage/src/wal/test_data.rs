@@ -70,7 +70,7 @@ pub(super) fn rich_batch() -> RecordBatch {
 }
 
 /// The schema of the simple `(k bigint, v text)` tables the log tests write.
-pub(super) fn kv_schema() -> Arc<Schema> {
+pub(crate) fn kv_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("k", DataType::Int64, false),
         Field::new("v", DataType::Utf8, true),
@@ -78,10 +78,10 @@ pub(super) fn kv_schema() -> Arc<Schema> {
 }
 
 /// One `(k, v)` row with its diff.
-pub(super) type KvRow<'a> = (i64, &'a str, Diff);
+pub(crate) type KvRow<'a> = (i64, &'a str, Diff);
 
 /// A change to a `(k, v)` table: one row per `(k, v, diff)`.
-pub(super) fn kv_change(time: Timestamp, rows: &[KvRow]) -> ChangeBatch {
+pub(crate) fn kv_change(time: Timestamp, rows: &[KvRow]) -> ChangeBatch {
     let rows_batch = RecordBatch::try_new(
         kv_schema(),
         vec![
@@ -101,6 +101,7 @@ pub(super) fn kv_change(time: Timestamp, rows: &[KvRow]) -> ChangeBatch {
 pub(super) fn kv_record(time: Timestamp, changes: &[(u64, &[KvRow])]) -> WalRecord {
     WalRecord {
         progress: Vec::new(),
+        stream_ends: Vec::new(),
         time,
         changes: changes
             .iter()

@@ -66,6 +66,7 @@ fn records_survive_reopen_exactly() {
     let rows = rich_batch();
     let record = WalRecord {
         progress: Vec::new(),
+        stream_ends: Vec::new(),
         time: 7,
         changes: vec![
             (
@@ -109,6 +110,7 @@ fn a_batch_at_another_time_than_its_record_is_refused() {
     let (wal, _) = open(dir.path());
     let record = WalRecord {
         progress: Vec::new(),
+        stream_ends: Vec::new(),
         time: 5,
         changes: vec![(GlobalId(1), kv_change(4, &[(1, "a", 1)]))],
     };
@@ -353,7 +355,7 @@ fn a_failed_write_fails_waiters_and_refuses_later_appends() {
             .block_on(wal.append(kv_record(3, &[(1, &[(3, "c", 1)])])))
             .unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
-        let err = wal.checkpoint(1, vec![], vec![]).unwrap_err();
+        let err = wal.checkpoint(1, vec![], vec![], vec![]).unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
     }
     let (wal, replay) = open(dir.path());
@@ -387,7 +389,7 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
         for record in &history[..3] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![])
+        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![], vec![])
             .unwrap();
         wal.append_blocking(history[3].clone()).unwrap();
         let err = wal
@@ -421,10 +423,10 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
             "{err}"
         );
 
-        wal.checkpoint(4, snapshot_of(&kv_contents(&history)), vec![])
+        wal.checkpoint(4, snapshot_of(&kv_contents(&history)), vec![], vec![])
             .unwrap();
         // Not past the previous checkpoint: nothing happens, even with a wrong snapshot.
-        wal.checkpoint(3, vec![], vec![]).unwrap();
+        wal.checkpoint(3, vec![], vec![], vec![]).unwrap();
     }
     assert_eq!(
         file_names(dir.path()),
@@ -443,7 +445,7 @@ fn large_tables_are_snapshotted_in_chunks() {
     let rows: Vec<(i64, &str, Diff)> = (0..150_000).map(|k| (k, "v", 1)).collect();
     {
         let (wal, _) = open(dir.path());
-        wal.checkpoint(1, vec![(GlobalId(3), kv_change(0, &rows))], vec![])
+        wal.checkpoint(1, vec![(GlobalId(3), kv_change(0, &rows))], vec![], vec![])
             .unwrap();
     }
     let (_wal, replay) = open(dir.path());
@@ -464,6 +466,7 @@ fn a_corrupt_snapshot_fails_the_open() {
         wal.checkpoint(
             1,
             snapshot_of(&kv_contents(&[kv_record(1, &[(1, &[(1, "a", 1)])])])),
+            vec![],
             vec![],
         )
         .unwrap();
@@ -503,7 +506,7 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
         for record in &history[..2] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![])
+        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![], vec![])
             .unwrap();
         for record in &history[2..] {
             wal.append_blocking(record.clone()).unwrap();
@@ -518,7 +521,8 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
     let after = copy_dir(before.path());
     {
         let (wal, _) = open_small(after.path(), 1);
-        wal.checkpoint(4, snapshot_of(&expected), vec![]).unwrap();
+        wal.checkpoint(4, snapshot_of(&expected), vec![], vec![])
+            .unwrap();
     }
     let new_snapshot_name = snapshot_file_name(4);
     let new_snapshot = std::fs::read(after.path().join(&new_snapshot_name)).unwrap();
@@ -607,9 +611,12 @@ fn a_log_of_only_a_snapshot_gets_a_fresh_segment() {
     std::fs::create_dir_all(dir.path()).unwrap();
     checkpoint::write_snapshot(
         dir.path(),
-        9,
-        &snapshot_of(&kv_contents(&[kv_record(9, &[(1, &[(1, "a", 1)])])])),
-        &[],
+        &WalRecord {
+            time: 9,
+            changes: snapshot_of(&kv_contents(&[kv_record(9, &[(1, &[(1, "a", 1)])])])),
+            progress: Vec::new(),
+            stream_ends: Vec::new(),
+        },
     )
     .unwrap();
     {
@@ -623,11 +630,12 @@ fn a_log_of_only_a_snapshot_gets_a_fresh_segment() {
 }
 
 #[test]
-fn source_positions_survive_restarts_and_checkpoints() {
+fn source_positions_and_stream_ends_survive_restarts_and_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let with_position = |time, position: &str| {
         let mut record = kv_record(time, &[(1, &[(time as i64, "x", 1)])]);
         record.progress = vec![(GlobalId(5), position.to_string())];
+        record.stream_ends = vec![(GlobalId(5), time * 100)];
         record
     };
     {
@@ -649,6 +657,7 @@ fn source_positions_survive_restarts_and_checkpoints() {
             2,
             snapshot_of(&kv_contents(&replay)),
             vec![(GlobalId(5), "20".to_string())],
+            vec![(GlobalId(5), 200)],
         )
         .unwrap();
         wal.append_blocking(with_position(3, "30")).unwrap();
@@ -657,4 +666,6 @@ fn source_positions_survive_restarts_and_checkpoints() {
     assert_eq!(replay.len(), 2, "the snapshot and the record after it");
     assert_eq!(replay[0].progress, vec![(GlobalId(5), "20".to_string())]);
     assert_eq!(replay[1].progress, vec![(GlobalId(5), "30".to_string())]);
+    assert_eq!(replay[0].stream_ends, vec![(GlobalId(5), 200)]);
+    assert_eq!(replay[1].stream_ends, vec![(GlobalId(5), 300)]);
 }

@@ -1,0 +1,83 @@
+//! Streams: append-only inputs that are not arranged.
+//!
+//! A table is arranged once and every dataflow imports the arrangement, which holds its whole
+//! contents in memory. An append-only source would grow that arrangement with its history
+//! forever. A stream keeps nothing: each dataflow that reads it owns an input of its own.
+//! When the dataflow is built, the coordinator feeds that input the stream's history (read
+//! from the stream's durable log) at one time, the dataflow's start; from then on every append
+//! goes to every reader at the append's time. What stays in memory is what the dataflows
+//! themselves keep (a count keeps one number), not the stream.
+
+use differential_dataflow::input::InputSession;
+use repr::{Diff, GlobalId, Row, Timestamp};
+
+/// One dataflow's input of a stream.
+pub(crate) struct StreamReader {
+    /// The dataflow that reads through this input.
+    pub dataflow: GlobalId,
+    /// The input, inside that dataflow.
+    pub input: InputSession<Timestamp, Row, Diff>,
+}
+
+/// The inputs of every dataflow reading one stream, on one worker.
+#[derive(Default)]
+pub(crate) struct StreamInputs {
+    readers: Vec<StreamReader>,
+}
+
+impl StreamInputs {
+    /// Adds a dataflow's input; it receives appends from now on.
+    pub fn add_reader(&mut self, reader: StreamReader) {
+        self.readers.push(reader);
+    }
+
+    /// Drops the inputs of dataflow `dataflow`.
+    pub fn remove_readers(&mut self, dataflow: GlobalId) {
+        self.readers.retain(|reader| reader.dataflow != dataflow);
+    }
+
+    /// Gives every reader this worker's `share` (index, workers) of `rows` at `time`.
+    pub fn append(&mut self, time: Timestamp, rows: &[(Row, Diff)], share: (usize, usize)) {
+        for reader in &mut self.readers {
+            insert_share(&mut reader.input, time, rows, share);
+        }
+    }
+
+    /// Gives the readers of `dataflow` this worker's share of history rows at `time`.
+    pub fn hydrate(
+        &mut self,
+        dataflow: GlobalId,
+        time: Timestamp,
+        rows: &[(Row, Diff)],
+        share: (usize, usize),
+    ) {
+        for reader in self.readers.iter_mut().filter(|r| r.dataflow == dataflow) {
+            insert_share(&mut reader.input, time, rows, share);
+            reader.input.flush();
+        }
+    }
+
+    /// Closes every reader's input for times before `upper`.
+    pub fn advance_to(&mut self, upper: Timestamp) {
+        for reader in &mut self.readers {
+            if *reader.input.time() < upper {
+                reader.input.advance_to(upper);
+            }
+            reader.input.flush();
+        }
+    }
+}
+
+/// Inserts the rows at positions `index` modulo `workers` into `input`, at `time` or, if the
+/// input has already passed it, at the input's time.
+fn insert_share(
+    input: &mut InputSession<Timestamp, Row, Diff>,
+    time: Timestamp,
+    rows: &[(Row, Diff)],
+    (index, workers): (usize, usize),
+) {
+    let time = time.max(*input.time());
+    for (row, diff) in rows.iter().skip(index).step_by(workers.max(1)) {
+        input.update_at(row.clone(), time, *diff);
+    }
+}

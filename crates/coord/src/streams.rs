@@ -1,0 +1,255 @@
+//! Streams: append-only sources, kept in stream logs and fed to dataflows, never arranged.
+//!
+//! A source without a primary key whose records are plain inserts only ever grows. Arranged
+//! like a table, it would hold its whole history in memory and every checkpoint would rewrite
+//! it. As a stream, its rows go to a [`StreamLog`] of its own (durable before the WAL record
+//! that commits them, which stores the log's new length), and compute keeps nothing of it:
+//! each dataflow that reads the stream is fed its history once, when it is built (or rebuilt
+//! after a restart), then every new batch. A `SELECT` from the stream itself reads the log.
+//!
+//! The cost moves to where it belongs: memory follows what the views keep, disk follows the
+//! stream's history, and a new view over a long stream reads that history from disk once.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::SchemaRef;
+use repr::{Diff, GlobalId, Row, Timestamp};
+use storage::{StreamAppend, StreamLog};
+
+use crate::commit::StreamedRows;
+use crate::coordinator::Coordinator;
+use crate::error::CoordError;
+
+/// Rows of history sent to compute at a time while a dataflow is hydrated.
+const HYDRATION_CHUNK_ROWS: usize = 64 * 1024;
+
+/// The stream logs of the streams that exist.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    dir: PathBuf,
+    logs: RwLock<HashMap<GlobalId, Arc<StreamLog>>>,
+    /// The length of each stream log that the WAL committed last, read at recovery.
+    committed: Mutex<HashMap<GlobalId, u64>>,
+}
+
+impl Streams {
+    /// No streams yet; their logs live in `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            logs: RwLock::new(HashMap::new()),
+            committed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Remembers the stream log lengths the recovered WAL records committed last.
+    pub fn set_committed_ends(&self, records: &[storage::WalRecord]) {
+        let mut committed = self.committed.lock().unwrap_or_else(|p| p.into_inner());
+        for record in records {
+            committed.extend(record.stream_ends.iter().copied());
+        }
+    }
+
+    /// Opens stream `id`'s log, cut back to the length the WAL committed last (nothing, for a
+    /// new stream; see [`StreamLog::open`]).
+    pub fn open(&self, id: GlobalId) -> Result<(), CoordError> {
+        let committed_len = self
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id)
+            .unwrap_or(0);
+        let log = StreamLog::open(&self.dir, id, committed_len)?;
+        self.write().insert(id, Arc::new(log));
+        Ok(())
+    }
+
+    /// Whether `id` is a stream.
+    pub fn contains(&self, id: GlobalId) -> bool {
+        self.read().contains_key(&id)
+    }
+
+    /// Stream `id`'s log.
+    pub fn get(&self, id: GlobalId) -> Option<Arc<StreamLog>> {
+        self.read().get(&id).cloned()
+    }
+
+    /// Forgets stream `id` and deletes its log (it was dropped).
+    pub fn remove(&self, id: GlobalId) {
+        if self.write().remove(&id).is_some() {
+            if let Err(e) = StreamLog::delete(&self.dir, id) {
+                tracing::warn!(stream = %id, error = %e, "could not delete a dropped stream's log");
+            }
+        }
+    }
+
+    /// Deletes the logs in the directory that belong to no stream (left by a crash between
+    /// dropping a stream and deleting its log).
+    pub fn remove_orphans(&self) -> Result<(), CoordError> {
+        let known: HashSet<GlobalId> = self.read().keys().copied().collect();
+        for id in StreamLog::list(&self.dir)? {
+            if !known.contains(&id) {
+                tracing::info!(stream = %id, "deleting the log of a stream that no longer exists");
+                StreamLog::delete(&self.dir, id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every stream's log length (what a checkpoint keeps).
+    pub fn ends(&self) -> Vec<(GlobalId, u64)> {
+        self.read()
+            .iter()
+            .map(|(id, log)| (*id, log.len_bytes()))
+            .collect()
+    }
+
+    /// Cuts back appends whose commit failed.
+    pub fn undo_appends(&self, appends: &[(GlobalId, StreamAppend)]) {
+        for (id, append) in appends {
+            if let Some(log) = self.get(*id) {
+                if let Err(e) = log.truncate(append.start) {
+                    tracing::error!(stream = %id, error = %e, "could not undo a failed stream append; it is cut back at the next start");
+                }
+            }
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Arc<StreamLog>>> {
+        self.logs.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Arc<StreamLog>>> {
+        self.logs.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The contents of `log` as of `time`, as batches of `schema`.
+pub(crate) fn read_stream(
+    log: &StreamLog,
+    time: Timestamp,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>, CoordError> {
+    let mut batches = Vec::new();
+    for batch in log.read_through(time)? {
+        let batch = batch?;
+        if batch.diffs.iter().any(|d| *d != 1) {
+            return Err(CoordError::Internal(format!(
+                "stream {} holds a change that is not an insertion",
+                log.id()
+            )));
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.rows.num_rows()));
+        let rows = RecordBatch::try_new_with_options(
+            schema.clone(),
+            batch.rows.columns().to_vec(),
+            &options,
+        )
+        .map_err(|e| CoordError::Internal(format!("stream {}: {e}", log.id())))?;
+        batches.push(rows);
+    }
+    Ok(batches)
+}
+
+impl Coordinator {
+    /// Appends each stream's rows to its log at `time`, durably; returns where each went. The
+    /// caller commits them with a WAL record holding the ends, or undoes them.
+    pub(crate) async fn append_to_stream_logs(
+        &self,
+        time: Timestamp,
+        streamed: &[StreamedRows],
+    ) -> Result<Vec<(GlobalId, StreamAppend)>, CoordError> {
+        if streamed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let work: Vec<_> = streamed
+            .iter()
+            .map(|s| {
+                let log = self
+                    .streams
+                    .get(s.id)
+                    .ok_or_else(|| CoordError::Internal(format!("stream {} has no log", s.id)))?;
+                let batch = repr::ChangeBatch {
+                    time,
+                    rows: s.rows.clone(),
+                    diffs: vec![1; s.rows.num_rows()],
+                };
+                Ok((log, batch))
+            })
+            .collect::<Result<_, CoordError>>()?;
+        let appended = tokio::task::spawn_blocking(move || {
+            let mut done = Vec::with_capacity(work.len());
+            for (log, batch) in work {
+                match log.append(&batch) {
+                    Ok(append) => done.push((log.id(), append)),
+                    Err(e) => return Err((done, e)),
+                }
+            }
+            Ok(done)
+        })
+        .await
+        .map_err(|e| CoordError::Internal(format!("stream append task failed: {e}")))?;
+        appended.map_err(|(done, e)| {
+            self.streams.undo_appends(&done);
+            e.into()
+        })
+    }
+
+    /// Feeds dataflow `dataflow`, just built, the history of every stream among `imports` (the
+    /// collections its plan reads) as of the last committed time, then lets its inputs advance
+    /// past that time. The caller holds the sequencer, so no commit interleaves.
+    pub(crate) async fn hydrate_streams(
+        &self,
+        dataflow: GlobalId,
+        mut imports: Vec<GlobalId>,
+    ) -> Result<(), CoordError> {
+        let time = self.oracle.read_time();
+        imports.sort();
+        imports.dedup();
+        let mut hydrated = false;
+        for stream in imports {
+            let Some(log) = self.streams.get(stream) else {
+                continue;
+            };
+            let codecs = self
+                .table_codecs
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&stream)
+                .cloned()
+                .ok_or_else(|| CoordError::Internal(format!("stream {stream} has no codecs")))?;
+            let mut rows = 0usize;
+            let mut chunk: Vec<(Row, Diff)> = Vec::new();
+            for batch in log.read_through(time)? {
+                let batch = batch?;
+                let encoded = codecs
+                    .rows
+                    .encode(&batch.rows)
+                    .map_err(|e| CoordError::Internal(e.to_string()))?;
+                chunk.extend(encoded.into_iter().zip(batch.diffs));
+                if chunk.len() >= HYDRATION_CHUNK_ROWS {
+                    rows += chunk.len();
+                    let part = std::mem::take(&mut chunk);
+                    self.compute
+                        .hydrate_stream(dataflow, stream, time, part)
+                        .await?;
+                }
+            }
+            rows += chunk.len();
+            if !chunk.is_empty() {
+                self.compute
+                    .hydrate_stream(dataflow, stream, time, chunk)
+                    .await?;
+            }
+            tracing::info!(%dataflow, %stream, rows, "dataflow fed the stream's history");
+            hydrated = true;
+        }
+        if hydrated {
+            self.compute.advance_inputs(time + 1);
+        }
+        Ok(())
+    }
+}
