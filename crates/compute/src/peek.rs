@@ -28,6 +28,10 @@ pub(crate) fn read_at(
     request: &PeekRequest,
 ) -> Result<Vec<(Row, Diff)>, ComputeError> {
     let time = request.time;
+    // Waiting for completeness needs no readable history.
+    if matches!(request.filter, PeekFilter::Nothing) {
+        return Ok(Vec::new());
+    }
     let since = arrangement.trace.get_logical_compaction().to_owned();
     if !since.less_equal(&time) {
         return Err(ComputeError::Compacted {
@@ -35,9 +39,6 @@ pub(crate) fn read_at(
             time,
             since: since.elements().first().copied().unwrap_or(Timestamp::MAX),
         });
-    }
-    if matches!(request.filter, PeekFilter::Nothing) {
-        return Ok(Vec::new());
     }
     let mut upper = Antichain::new();
     arrangement.trace.read_upper(&mut upper);

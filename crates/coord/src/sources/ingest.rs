@@ -2,7 +2,8 @@
 //!
 //! The reader thread hands batches to the ingest task through a bounded channel, so a
 //! source whose batches cannot be committed as fast as it reads them waits instead of
-//! buffering without bound (backpressure). Each batch is committed like a transaction: one
+//! buffering without bound (backpressure); the ingest task in turn waits for the dataflows
+//! reading the source (`flow_control`). Each batch is committed like a transaction: one
 //! new timestamp, the rows and the connector's position after them in one log record (an
 //! append-only source's rows go to its stream log first, and the record holds the log's new
 //! length), then the rows go to compute.
@@ -17,6 +18,7 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 use tokio::sync::mpsc;
 
 use super::errors::{bad_record_rows, SOURCE_ERRORS};
+use super::flow_control::CommitWindow;
 use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
@@ -59,6 +61,7 @@ pub(super) fn spawn(
     }
     tokio::spawn(async move {
         tracing::info!(source = %name, "source started");
+        let mut window = CommitWindow::default();
         while let Some(next) = received.recv().await {
             if stop.load(Ordering::Acquire) {
                 break;
@@ -69,8 +72,17 @@ pub(super) fn spawn(
             match next {
                 Ok(Some(batch)) => {
                     let position = batch.position.clone();
-                    match coordinator.commit_source_batch(&wiring, batch).await {
-                        Ok(_) => durable.set(&position),
+                    let committed = match window.wait_for_readers(&coordinator, id).await {
+                        Ok(()) => coordinator.commit_source_batch(&wiring, batch).await,
+                        Err(e) => Err(e),
+                    };
+                    match committed {
+                        Ok(time) => {
+                            durable.set(&position);
+                            if let Some(time) = time {
+                                window.committed(time);
+                            }
+                        }
                         Err(e) => {
                             tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
                             coordinator.sources.update(id, |stats| {

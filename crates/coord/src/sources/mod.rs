@@ -10,11 +10,13 @@
 //! position, and the connector resumes there: nothing lost, nothing twice.
 //!
 //! `apply` turns a batch's changes into updates, `errors` keeps bad records, `ingest` runs
-//! readers and commits their batches, `tables` holds the tables a CDC source feeds, and
-//! `webhook` takes pushed rows.
+//! readers and commits their batches, `flow_control` keeps a source from running ahead of
+//! the dataflows reading it, `tables` holds the tables a CDC source feeds, and `webhook`
+//! takes pushed rows.
 
 mod apply;
 mod errors;
+mod flow_control;
 mod ingest;
 mod registry;
 mod tables;
