@@ -53,6 +53,16 @@ impl SourceBatch {
         self.changes.iter().map(|c| c.change.row_count()).sum()
     }
 
+    /// Appends `later`, the batch read after this one: its changes and bad records follow
+    /// these, and its position and lag replace these. Committing the result is committing
+    /// both, in order, at once.
+    pub fn absorb(&mut self, later: SourceBatch) {
+        self.changes.extend(later.changes);
+        self.errors.extend(later.errors);
+        self.position = later.position;
+        self.lag = later.lag.or(self.lag);
+    }
+
     /// The rows of an append-only batch's one insert (what the generators make).
     #[cfg(test)]
     pub(crate) fn into_inserted(self) -> RecordBatch {
@@ -370,5 +380,57 @@ impl<R: SourceReader> SourceReader for Conformed<R> {
             })
             .collect::<Result<_, ConnectorError>>()?;
         Ok(Some(SourceBatch { changes, ..batch }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn numbers(values: &[i64]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(values.to_vec()))])
+            .expect("a batch")
+    }
+
+    #[test]
+    fn an_absorbed_batch_follows_and_its_position_wins() {
+        let mut first = SourceBatch::inserts(numbers(&[1, 2]), "2".into());
+        first.lag = Some(9);
+        let mut second = SourceBatch::inserts(numbers(&[3]), "3".into());
+        second.errors.push(BadRecord {
+            position: "3".into(),
+            raw: "x".into(),
+            error: "bad".into(),
+        });
+        first.absorb(second);
+        assert_eq!(first.row_count(), 3);
+        assert_eq!(first.position, "3");
+        assert_eq!(first.errors.len(), 1);
+        assert_eq!(
+            first.lag,
+            Some(9),
+            "a later batch that cannot tell keeps the lag"
+        );
+        let values: Vec<i64> = first
+            .changes
+            .into_iter()
+            .flat_map(|c| match c.change {
+                Change::Insert(rows) => rows
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .expect("int64")
+                    .values()
+                    .to_vec(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(values, vec![1, 2, 3]);
     }
 }

@@ -14,6 +14,7 @@ use std::sync::{Arc, Weak};
 
 use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceReader};
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::concat_batches;
 use repr::{Diff, GlobalId, Row, Timestamp};
 use tokio::sync::mpsc;
 
@@ -26,6 +27,9 @@ use crate::table_rows::TableCodecs;
 
 /// Batches read ahead of the one being committed.
 const READ_AHEAD: usize = 4;
+
+/// Rows past which batches waiting to be committed are not merged into one commit.
+const MERGE_ROWS: usize = 256 * 1024;
 
 /// Starts reading `reader` on a thread and committing its batches on a task, until `stop` is
 /// set, the source ends or fails, or the coordinator goes away.
@@ -62,7 +66,15 @@ pub(super) fn spawn(
     tokio::spawn(async move {
         tracing::info!(source = %name, "source started");
         let mut window = CommitWindow::default();
-        while let Some(next) = received.recv().await {
+        let mut pending = None;
+        loop {
+            let next = match pending.take() {
+                Some(next) => next,
+                None => match received.recv().await {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
             if stop.load(Ordering::Acquire) {
                 break;
             }
@@ -70,7 +82,20 @@ pub(super) fn spawn(
                 break;
             };
             match next {
-                Ok(Some(batch)) => {
+                Ok(Some(mut batch)) => {
+                    // Batches read while the last commit ran are committed with this one: a
+                    // source that delivers small batches faster than commits (an fsync
+                    // each) can happen then commits more rows per fsync, not fewer.
+                    while batch.row_count() < MERGE_ROWS {
+                        match received.try_recv() {
+                            Ok(Ok(Some(later))) => batch.absorb(later),
+                            Ok(other) => {
+                                pending = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
                     let position = batch.position.clone();
                     let committed = match window.wait_for_readers(&coordinator, id).await {
                         Ok(()) => coordinator.commit_source_batch(&wiring, batch).await,
@@ -197,12 +222,20 @@ impl Coordinator {
                 )));
             }
             if append_only {
-                for change in output_changes {
-                    if let Change::Insert(inserted) = change {
-                        bytes += inserted.get_array_memory_size() as u64;
-                        self.add_insert(&mut commit, table, codecs, inserted)?;
-                    }
-                }
+                let inserted: Vec<RecordBatch> = output_changes
+                    .into_iter()
+                    .filter_map(|change| match change {
+                        Change::Insert(rows) if rows.num_rows() > 0 => Some(rows),
+                        _ => None,
+                    })
+                    .collect();
+                let Some(first) = inserted.first() else {
+                    continue;
+                };
+                let rows = concat_batches(&first.schema(), &inserted)
+                    .map_err(|e| CoordError::Internal(e.to_string()))?;
+                bytes += rows.get_array_memory_size() as u64;
+                self.add_insert(&mut commit, table, codecs, rows)?;
                 continue;
             }
             let updates = self.source_updates(table, codecs, output_changes).await?;
