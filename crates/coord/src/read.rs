@@ -3,7 +3,8 @@
 //! A query picks one time (the last committed write, so it reads its own and every
 //! acknowledged write), holds it so arrangements stay readable there, and plans with
 //! DataFusion in a session whose scans peek arrangements at that time (or read a stream's log
-//! up to it). Equality filters on an arrangement's key become point lookups.
+//! up to it while the query runs). Equality filters on an arrangement's key become point
+//! lookups.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
@@ -26,7 +28,7 @@ use crate::error::CoordError;
 use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
-use crate::streams::{read_stream, Streams};
+use crate::streams::{StreamScan, Streams};
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;
@@ -48,20 +50,8 @@ impl SnapshotReader for ArrangementReader {
         relation: &RelationTable,
         lookup: Option<KeyLookup>,
     ) -> DfResult<Vec<RecordBatch>> {
-        let schema = datafusion::catalog::TableProvider::schema(relation);
-        // A stream is read from its log, unless an index on it answers a key lookup.
-        let stream_log = lookup
-            .is_none()
-            .then(|| self.streams.get(relation.id))
-            .flatten();
-        if let Some(log) = stream_log {
-            let time = self.time;
-            return tokio::task::spawn_blocking(move || read_stream(&log, time, &schema))
-                .await
-                .map_err(external)?
-                .map_err(external);
-        }
-        let codec = RowCodec::new(schema).map_err(external)?;
+        let codec = RowCodec::new(datafusion::catalog::TableProvider::schema(relation))
+            .map_err(external)?;
         let overlay = self
             .overlay
             .get(&relation.id)
@@ -83,6 +73,16 @@ impl SnapshotReader for ArrangementReader {
             rows = consolidate(rows);
         }
         rows_to_batches(&codec, &rows)
+    }
+
+    /// Streams are scanned from their logs while the query runs.
+    fn scan_lazily(&self, relation: &RelationTable) -> Option<Arc<dyn PartitionStream>> {
+        let log = self.streams.get(relation.id)?;
+        Some(Arc::new(StreamScan {
+            log,
+            time: self.time,
+            schema: datafusion::catalog::TableProvider::schema(relation),
+        }))
     }
 }
 

@@ -5,7 +5,8 @@
 //! it. As a stream, its rows go to a [`StreamLog`] of its own (durable before the WAL record
 //! that commits them, which stores the log's new length), and compute keeps nothing of it:
 //! each dataflow that reads the stream is fed its history once, when it is built (or rebuilt
-//! after a restart), then every new batch. A `SELECT` from the stream itself reads the log.
+//! after a restart), then every new batch. A `SELECT` from the stream itself reads the log
+//! while the query runs ([`StreamScan`]).
 //!
 //! The cost moves to where it belongs: memory follows what the views keep, disk follows the
 //! stream's history, and a new view over a long stream reads that history from disk once.
@@ -16,6 +17,10 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::DataFusionError;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
 use repr::{Diff, GlobalId, Row, Timestamp};
 use storage::{StreamAppend, StreamLog};
 
@@ -127,31 +132,74 @@ impl Streams {
     }
 }
 
-/// The contents of `log` as of `time`, as batches of `schema`.
-pub(crate) fn read_stream(
-    log: &StreamLog,
-    time: Timestamp,
-    schema: &SchemaRef,
-) -> Result<Vec<RecordBatch>, CoordError> {
-    let mut batches = Vec::new();
-    for batch in log.read_through(time)? {
-        let batch = batch?;
-        if batch.diffs.iter().any(|d| *d != 1) {
-            return Err(CoordError::Internal(format!(
-                "stream {} holds a change that is not an insertion",
-                log.id()
-            )));
-        }
-        let options = RecordBatchOptions::new().with_row_count(Some(batch.rows.num_rows()));
-        let rows = RecordBatch::try_new_with_options(
-            schema.clone(),
-            batch.rows.columns().to_vec(),
-            &options,
-        )
-        .map_err(|e| CoordError::Internal(format!("stream {}: {e}", log.id())))?;
-        batches.push(rows);
+/// A scan of a stream's rows as of one time, read from its log while the query runs (a
+/// stream may hold far more rows than fit in memory).
+#[derive(Debug)]
+pub(crate) struct StreamScan {
+    pub log: Arc<StreamLog>,
+    pub time: Timestamp,
+    /// The schema the batches are given (the relation's planning schema).
+    pub schema: SchemaRef,
+}
+
+/// Batches a scan reads ahead of the query consuming them.
+const SCAN_READ_AHEAD: usize = 2;
+
+impl PartitionStream for StreamScan {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
     }
-    Ok(batches)
+
+    fn execute(&self, _context: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let (sender, receiver) = tokio::sync::mpsc::channel(SCAN_READ_AHEAD);
+        let (log, time, schema) = (self.log.clone(), self.time, self.schema.clone());
+        // The log is read on a blocking thread; the query stops it by dropping the stream.
+        tokio::task::spawn_blocking(move || {
+            let batches = match log.read_through(time) {
+                Ok(batches) => batches,
+                Err(e) => {
+                    let _ = sender.blocking_send(Err(external(e)));
+                    return;
+                }
+            };
+            for batch in batches {
+                let rows = batch
+                    .map_err(external)
+                    .and_then(|batch| stream_rows(&log, batch, &schema));
+                if sender.blocking_send(rows).is_err() {
+                    return;
+                }
+            }
+        });
+        let batches = futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|batch| (batch, receiver))
+        });
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches))
+    }
+}
+
+/// A logged batch of stream `log` as rows of `schema`.
+fn stream_rows(
+    log: &StreamLog,
+    batch: repr::ChangeBatch,
+    schema: &SchemaRef,
+) -> datafusion::error::Result<RecordBatch> {
+    if batch.diffs.iter().any(|d| *d != 1) {
+        return Err(DataFusionError::Internal(format!(
+            "stream {} holds a change that is not an insertion",
+            log.id()
+        )));
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.rows.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        batch.rows.columns().to_vec(),
+        &options,
+    )?)
+}
+
+fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
 }
 
 impl Coordinator {

@@ -20,6 +20,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
 use repr::pg_type::{ATTNUM_KEY, TABLE_OID_KEY};
 use repr::{GlobalId, RelationDesc};
@@ -51,6 +52,10 @@ pub trait SnapshotReader: Send + Sync + fmt::Debug {
         relation: &RelationTable,
         lookup: Option<KeyLookup>,
     ) -> Result<Vec<RecordBatch>>;
+
+    /// All rows of `relation` as a stream read while the query runs, for a relation too
+    /// large to collect first (`None`: use [`Self::read`]).
+    fn scan_lazily(&self, relation: &RelationTable) -> Option<Arc<dyn PartitionStream>>;
 }
 
 /// The per-query session extension through which scans reach a [`SnapshotReader`].
@@ -226,9 +231,24 @@ impl TableProvider for RelationTable {
             .ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{}\" cannot be read here", self.name))
             })?;
+        let lookup = self.lookup_for(filters);
+        if let Some(partition) = lookup
+            .is_none()
+            .then(|| reader.0.scan_lazily(self))
+            .flatten()
+        {
+            return Ok(Arc::new(StreamingTableExec::try_new(
+                self.planning_schema.clone(),
+                vec![partition],
+                projection,
+                [],
+                false,
+                None,
+            )?));
+        }
         let batches = reader
             .0
-            .read(self, self.lookup_for(filters))
+            .read(self, lookup)
             .await?
             .into_iter()
             .map(|b| b.with_schema(self.planning_schema.clone()))
