@@ -64,6 +64,24 @@ impl BenchServer {
         Some(kib / 1024.0)
     }
 
+    /// The bytes of the server's data directory on disk (catalog, log, stream logs).
+    pub fn data_bytes(&self) -> u64 {
+        fn walk(dir: &std::path::Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|entry| match entry.metadata() {
+                    Ok(meta) if meta.is_dir() => walk(&entry.path()),
+                    Ok(meta) => meta.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        walk(self._data.path())
+    }
+
     /// Connects a client.
     pub async fn connect(&self) -> Result<tokio_postgres::Client, String> {
         connect(&format!("host=127.0.0.1 port={} user=fluxion", self.port)).await

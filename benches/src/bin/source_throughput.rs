@@ -1,10 +1,12 @@
 //! Source throughput: the nexmark generator → the durable log → a `count(*)` view.
 //!
 //! Creates a `nexmark` Bid source running as fast as it can (`nexmark.event.rate = 0`) over
-//! `--events` events and a materialized view counting its rows, then samples the view and
-//! the server's resident memory every second until every bid has arrived. Prints the
-//! sustained events/s (events of the whole sequence, all three tables' worth, per second)
-//! and the memory curve.
+//! `--events` events and a materialized view counting its rows, then samples, every second,
+//! the rows the source has made durable, the rows the view has counted (their difference is
+//! how far compute trails the source: flow control keeps it to a few batches), and the
+//! server's resident memory, until every bid has arrived. Prints the sustained events/s
+//! (events of the whole sequence, all three tables' worth, per second), the memory over the
+//! run, and the data directory's size on disk.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,6 +27,13 @@ struct Args {
     workers: usize,
 }
 
+/// One sample of the run.
+struct Sample {
+    seconds: f64,
+    counted: u64,
+    resident_mib: f64,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let args = Args::parse();
@@ -42,26 +51,38 @@ async fn main() -> Result<(), String> {
         ))
         .await
         .map_err(sql)?;
-    println!("seconds\tbids\tevents/s (last second)\tresident MiB");
+    println!("seconds\tbids counted\tbids durable\tview behind source\tevents/s (last second)\tresident MiB");
+    let mut samples: Vec<Sample> = Vec::new();
     let mut last = (Instant::now(), 0u64);
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let n: i64 = client
-            .query_one("SELECT n FROM bid_count", &[])
+        let row = client
+            .query_one(
+                "SELECT (SELECT n FROM bid_count), \
+                   (SELECT rows::bigint FROM fluxion_catalog.source_stats WHERE source_name = 'bid')",
+                &[],
+            )
             .await
-            .map_err(sql)?
-            .get(0);
-        let n = n as u64;
+            .map_err(sql)?;
+        let counted = row.get::<_, i64>(0) as u64;
+        let durable = row.get::<_, Option<i64>>(1).unwrap_or(0) as u64;
         let now = Instant::now();
         let events_per_second =
-            (n - last.1) as f64 * 50.0 / 46.0 / now.duration_since(last.0).as_secs_f64();
-        last = (now, n);
+            (counted - last.1) as f64 * 50.0 / 46.0 / now.duration_since(last.0).as_secs_f64();
+        last = (now, counted);
+        let sample = Sample {
+            seconds: started.elapsed().as_secs_f64(),
+            counted,
+            resident_mib: server.resident_mib().unwrap_or(f64::NAN),
+        };
         println!(
-            "{:.0}\t{n}\t{events_per_second:.0}\t{:.0}",
-            started.elapsed().as_secs_f64(),
-            server.resident_mib().unwrap_or(f64::NAN)
+            "{:.0}\t{counted}\t{durable}\t{}\t{events_per_second:.0}\t{:.0}",
+            sample.seconds,
+            durable.saturating_sub(counted),
+            sample.resident_mib
         );
-        if n >= bids {
+        samples.push(sample);
+        if counted >= bids {
             break;
         }
     }
@@ -70,6 +91,22 @@ async fn main() -> Result<(), String> {
         "{} events ({bids} bids) in {elapsed:.1} s: {:.0} events/s sustained",
         args.events,
         args.events as f64 / elapsed
+    );
+    println!("resident memory when the view had counted a share of the bids:");
+    for percent in [10, 25, 50, 75, 100] {
+        let target = bids * percent / 100;
+        if let Some(sample) = samples.iter().find(|s| s.counted >= target) {
+            println!(
+                "  {percent:>3}%: {:.0} MiB at {:.0} s",
+                sample.resident_mib, sample.seconds
+            );
+        }
+    }
+    let peak = samples.iter().map(|s| s.resident_mib).fold(0.0, f64::max);
+    println!("  peak: {peak:.0} MiB");
+    println!(
+        "data directory: {:.0} MiB",
+        server.data_bytes() as f64 / (1 << 20) as f64
     );
     Ok(())
 }
