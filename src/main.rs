@@ -26,6 +26,10 @@ struct Args {
     /// Rows written to the log after which it is compacted into a snapshot of the tables.
     #[arg(long, default_value_t = 2_000_000)]
     checkpoint_after_rows: u64,
+    /// How long past states stay readable in memory, in milliseconds: `SUBSCRIBE … AS OF` a
+    /// time this recent works (a subscriber resuming after a short disconnect).
+    #[arg(long, default_value_t = 10_000)]
+    retain_history_ms: u64,
 }
 
 #[tokio::main]
@@ -62,6 +66,7 @@ async fn run(args: Args) -> Result<(), String> {
         data_dir: args.data_dir.clone(),
         workers,
         checkpoint_after_rows: args.checkpoint_after_rows,
+        retain_history_ms: args.retain_history_ms,
     })
     .await
     .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;

@@ -1,6 +1,7 @@
 //! Real client libraries against a running Fluxion: SQLAlchemy 2.0 (with pandas) and 1.4 over
-//! psycopg2, psycopg 3 in binary mode, and pgjdbc 42.5 (`DatabaseMetaData`, named binary
-//! statements, portals with a fetch size). Each program (in `tests/clients/`, checked against
+//! psycopg2, psycopg 3 in binary mode (and as a SUBSCRIBE subscriber that resumes after a
+//! disconnect), and pgjdbc 42.5 (`DatabaseMetaData`, named binary statements, portals with a
+//! fetch size). Each program (in `tests/clients/`, checked against
 //! PostgreSQL 15 itself) inspects the demo schema and its data and exits non-zero on the first
 //! wrong answer or protocol error.
 //!
@@ -112,6 +113,17 @@ async fn psycopg_3_speaks_binary_prepared_statements_copy_and_cursors() {
         Command::new(python).arg("tests/clients/psycopg3_compat.py"),
     );
     assert_success("psycopg3_compat.py", &output);
+}
+
+#[tokio::test]
+async fn a_psycopg_subscriber_resumes_after_a_disconnect_exactly_once() {
+    let python = python("sqla2");
+    let server = TestServer::start();
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/subscriber_resume.py"),
+    );
+    assert_success("subscriber_resume.py", &output);
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::arrangement::ArrangementLayout;
 use crate::controller::ComputeError;
+use crate::subscribe::SinkMessage;
 
 /// A dataflow to build: a plan whose result is arranged and exported under `id`.
 #[derive(Debug, Clone)]
@@ -20,6 +21,18 @@ pub struct DataflowDesc {
     pub layout: ArrangementLayout,
     /// A readable name for logs.
     pub debug_name: String,
+}
+
+/// A subscription's dataflow: a plan whose updates are sent, not arranged.
+pub(crate) struct SubscriptionDesc {
+    /// The dataflow's (transient) id.
+    pub id: GlobalId,
+    /// What to compute.
+    pub plan: Plan,
+    /// The starting time: earlier updates are reported at it.
+    pub as_of: Timestamp,
+    /// Where each worker's sink sends.
+    pub sender: UnboundedSender<SinkMessage>,
 }
 
 /// Which part of an arrangement a peek returns.
@@ -57,6 +70,8 @@ pub(crate) enum Command {
     CreateStream { id: GlobalId },
     /// Build a dataflow.
     CreateDataflow(Arc<DataflowDesc>),
+    /// Build a subscription's dataflow.
+    CreateSubscription(Arc<SubscriptionDesc>),
     /// Insert updates into a table's input at `time`; each worker takes its share.
     Append {
         id: GlobalId,
@@ -70,13 +85,12 @@ pub(crate) enum Command {
         time: Timestamp,
         rows: Arc<Vec<(Row, Diff)>>,
     },
-    /// Give the dataflow `dataflow` part of stream `stream`'s history at `time`, then say so
-    /// on `done` (the sender pauses between parts, bounding what is buffered).
+    /// Give the dataflow `dataflow` part of stream `stream`'s history, then say so on `done`
+    /// (the sender pauses between parts, bounding what is buffered).
     HydrateStream {
         dataflow: GlobalId,
         stream: GlobalId,
-        time: Timestamp,
-        rows: Arc<Vec<(Row, Diff)>>,
+        rows: Arc<Vec<(Row, Timestamp, Diff)>>,
         done: UnboundedSender<()>,
     },
     /// Close every input up to (not including) `upper`.

@@ -6,12 +6,14 @@ use std::thread::Thread;
 use std::time::Duration;
 
 use repr::{Diff, GlobalId, Row, Timestamp};
+use sql::plan::Plan;
 use timely::WorkerConfig;
 
 use crate::arrangement::ArrangementLayout;
-use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest};
+use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest, SubscriptionDesc};
 use crate::errors::DataflowErrors;
 use crate::render;
+use crate::subscribe::SubscriptionUpdates;
 use crate::worker::ComputeWorker;
 
 /// What can go wrong in compute.
@@ -39,6 +41,12 @@ pub enum ComputeError {
     /// The workers stopped.
     #[error("compute workers are shut down")]
     Shutdown,
+    /// A subscription's output was not taken and piled up.
+    #[error("the subscription fell behind: {buffered} updates not yet taken")]
+    SubscriberTooSlow {
+        /// The updates waiting.
+        buffered: usize,
+    },
 }
 
 /// Owns the timely workers and broadcasts commands to them.
@@ -154,6 +162,27 @@ impl ComputeController {
         });
     }
 
+    /// Starts subscription `id`: `plan` computed from `as_of` on, its updates (earlier ones at
+    /// `as_of`) sent to the returned [`SubscriptionUpdates`]. Drop it with
+    /// [`Self::drop_collection`].
+    pub fn subscribe(
+        &self,
+        id: GlobalId,
+        plan: Plan,
+        as_of: Timestamp,
+    ) -> Result<SubscriptionUpdates, ComputeError> {
+        render::validate(&plan)?;
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let desc = Arc::new(SubscriptionDesc {
+            id,
+            plan,
+            as_of,
+            sender,
+        });
+        self.broadcast(|| Command::CreateSubscription(desc.clone()));
+        Ok(SubscriptionUpdates::new(receiver, self.workers()))
+    }
+
     /// Appends rows to stream `id` at `time`: every dataflow reading it receives them.
     pub fn append_stream(&self, id: GlobalId, time: Timestamp, rows: Vec<(Row, Diff)>) {
         let rows = Arc::new(rows);
@@ -164,24 +193,23 @@ impl ComputeController {
         });
     }
 
-    /// Feeds part of stream `stream`'s history to the new dataflow `dataflow` at `time` (its
-    /// start), and waits until every worker has taken it: history is fed a part at a time, so
-    /// that no more than a part waits in the workers' queues.
+    /// Feeds part of stream `stream`'s history, rows at their times, to the new dataflow
+    /// `dataflow`, and waits until every worker has taken it: history is fed a part at a
+    /// time, so that no more than a part waits in the workers' queues.
     ///
-    /// The caller feeds all of it before inputs advance past `time` (it holds the sequencer).
+    /// The caller feeds all of it before inputs advance past the current time (it holds the
+    /// sequencer).
     pub async fn hydrate_stream(
         &self,
         dataflow: GlobalId,
         stream: GlobalId,
-        time: Timestamp,
-        rows: Vec<(Row, Diff)>,
+        rows: Vec<(Row, Timestamp, Diff)>,
     ) -> Result<(), ComputeError> {
         let (done, mut acknowledged) = tokio::sync::mpsc::unbounded_channel();
         let rows = Arc::new(rows);
         self.broadcast(|| Command::HydrateStream {
             dataflow,
             stream,
-            time,
             rows: rows.clone(),
             done: done.clone(),
         });
@@ -202,7 +230,7 @@ impl ComputeController {
         self.broadcast(|| Command::AllowCompaction { since });
     }
 
-    /// Drops an arrangement, its dataflow and input, or a stream.
+    /// Drops an arrangement, its dataflow and input, a stream, or a subscription.
     pub fn drop_collection(&self, id: GlobalId) {
         self.errors.forget(id);
         self.broadcast(|| Command::Drop { id });

@@ -6,7 +6,8 @@
 //! reader can see ends in an arrangement: an indexed, multi-versioned trace of `(key, value,
 //! time, diff)` updates, registered under the catalog id of the object it materializes. Streams
 //! (append-only sources) are the exception: they are not arranged, but fed to each dataflow
-//! that reads them.
+//! that reads them. A subscription's dataflow ends in a sink that sends its changes, with
+//! the frontier that closes their times, to one subscriber.
 //!
 //! This crate knows plans (from `sql`) and rows (from `repr`); it knows nothing of SQL text,
 //! the catalog, storage or clients, and no type of timely or differential leaves it.
@@ -18,12 +19,14 @@ mod errors;
 mod peek;
 mod render;
 mod stream;
+mod subscribe;
 mod worker;
 
 pub use arrangement::ArrangementLayout;
 pub use command::{DataflowDesc, PeekFilter};
 pub use controller::{ComputeController, ComputeError};
 pub use errors::{DataflowErrorCounts, DataflowErrors};
+pub use subscribe::{ClosedTime, SubscriptionProgress, SubscriptionUpdates};
 
 /// An update of an arranged input: a `(key, value)` pair and its change in multiplicity.
 pub type KeyedUpdate = ((repr::Row, repr::Row), repr::Diff);

@@ -4,8 +4,8 @@
 //! contents in memory. An append-only source would grow that arrangement with its history
 //! forever. A stream keeps nothing: each dataflow that reads it owns an input of its own.
 //! When the dataflow is built, the coordinator feeds that input the stream's history (read
-//! from the stream's durable log) at one time, the dataflow's start; from then on every append
-//! goes to every reader at the append's time. What stays in memory is what the dataflows
+//! from the stream's durable log), no earlier than the dataflow's start; from then on every
+//! append goes to every reader at the append's time. What stays in memory is what the dataflows
 //! themselves keep (a count keeps one number), not the stream.
 
 use differential_dataflow::input::InputSession;
@@ -43,16 +43,19 @@ impl StreamInputs {
         }
     }
 
-    /// Gives the readers of `dataflow` this worker's share of history rows at `time`.
+    /// Gives the readers of `dataflow` this worker's share of history rows, each at its time
+    /// (or the input's, if that is later).
     pub fn hydrate(
         &mut self,
         dataflow: GlobalId,
-        time: Timestamp,
-        rows: &[(Row, Diff)],
-        share: (usize, usize),
+        rows: &[(Row, Timestamp, Diff)],
+        (index, workers): (usize, usize),
     ) {
         for reader in self.readers.iter_mut().filter(|r| r.dataflow == dataflow) {
-            insert_share(&mut reader.input, time, rows, share);
+            for (row, time, diff) in rows.iter().skip(index).step_by(workers.max(1)) {
+                let time = (*time).max(*reader.input.time());
+                reader.input.update_at(row.clone(), time, *diff);
+            }
             reader.input.flush();
         }
     }

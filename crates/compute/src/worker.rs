@@ -8,15 +8,17 @@ use std::time::Duration;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::trace::TraceReader;
 use repr::{Diff, GlobalId, Row, Timestamp};
+use sql::plan::Plan;
 use timely::progress::Antichain;
 
 use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrangement};
-use crate::command::{Command, DataflowDesc, PeekRequest};
+use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
 use crate::peek;
 use crate::render::{self, RenderContext};
 use crate::stream::{StreamInputs, StreamReader};
+use crate::subscribe::{self, SinkMessage};
 
 /// The state of one worker thread.
 pub(crate) struct ComputeWorker<'w> {
@@ -27,6 +29,8 @@ pub(crate) struct ComputeWorker<'w> {
     inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
     /// The streams, each with the inputs of the dataflows reading it.
     streams: BTreeMap<GlobalId, StreamInputs>,
+    /// The subscriptions' dataflows, by subscription.
+    subscriptions: BTreeMap<GlobalId, usize>,
     pending_peeks: Vec<Arc<PeekRequest>>,
     /// Reads before this time will not be requested any more (pending peeks aside).
     allowed_since: Timestamp,
@@ -45,6 +49,7 @@ impl<'w> ComputeWorker<'w> {
             arrangements: BTreeMap::new(),
             inputs: BTreeMap::new(),
             streams: BTreeMap::new(),
+            subscriptions: BTreeMap::new(),
             pending_peeks: Vec::new(),
             allowed_since: 0,
         }
@@ -85,6 +90,7 @@ impl<'w> ComputeWorker<'w> {
                 self.streams.entry(id).or_default();
             }
             Command::CreateDataflow(desc) => self.create_dataflow(&desc),
+            Command::CreateSubscription(desc) => self.create_subscription(&desc),
             Command::Append { id, time, updates } => self.append(id, time, &updates),
             Command::AppendStream { id, time, rows } => {
                 let share = self.share();
@@ -96,13 +102,12 @@ impl<'w> ComputeWorker<'w> {
             Command::HydrateStream {
                 dataflow,
                 stream,
-                time,
                 rows,
                 done,
             } => {
                 let share = self.share();
                 if let Some(stream) = self.streams.get_mut(&stream) {
-                    stream.hydrate(dataflow, time, &rows, share);
+                    stream.hydrate(dataflow, &rows, share);
                 }
                 let _ = done.send(());
             }
@@ -180,19 +185,82 @@ impl<'w> ComputeWorker<'w> {
         });
         match result {
             Ok(trace) => {
-                for (stream, input) in stream_readers {
-                    if let Some(stream) = self.streams.get_mut(&stream) {
-                        stream.add_reader(StreamReader {
-                            dataflow: desc.id,
-                            input,
-                        });
-                    }
-                }
+                self.add_stream_readers(desc.id, stream_readers);
                 self.register(desc.id, trace, layout, dataflow_index)
             }
             Err(e) => {
                 tracing::error!(dataflow = %desc.id, error = %e.0, "dataflow could not be rendered");
                 self.timely.drop_dataflow(dataflow_index);
+            }
+        }
+    }
+
+    /// Builds a subscription's dataflow: the plan, ending in a sink that sends its updates.
+    fn create_subscription(&mut self, desc: &SubscriptionDesc) {
+        if let Some(since) = self.compacted_past(&desc.plan, desc.as_of) {
+            let _ = desc
+                .sender
+                .send(SinkMessage::Failed(ComputeError::Compacted {
+                    id: desc.id,
+                    time: desc.as_of,
+                    since,
+                }));
+            return;
+        }
+        let dataflow_index = self.timely.next_dataflow_index();
+        let arrangements = &mut self.arrangements;
+        let streams = &self.streams;
+        let mut stream_readers = BTreeMap::new();
+        let errors = self.errors.clone();
+        let worker = self.timely.index();
+        let result = self
+            .timely
+            .dataflow_named(&format!("Subscribe {}", desc.id), |scope| {
+                let mut context = RenderContext {
+                    scope,
+                    arrangements,
+                    streams,
+                    stream_readers: &mut stream_readers,
+                    stream_collections: BTreeMap::new(),
+                    dataflow: desc.id,
+                    errors,
+                };
+                let rows = context.render(&desc.plan)?;
+                subscribe::render_sink(rows, desc.as_of, worker, desc.sender.clone());
+                Ok::<_, render::RenderError>(())
+            });
+        match result {
+            Ok(()) => {
+                self.add_stream_readers(desc.id, stream_readers);
+                self.subscriptions.insert(desc.id, dataflow_index);
+            }
+            Err(e) => {
+                let _ = desc
+                    .sender
+                    .send(SinkMessage::Failed(ComputeError::InvalidPlan(e.0)));
+                self.timely.drop_dataflow(dataflow_index);
+            }
+        }
+    }
+
+    /// The compaction frontier of an arrangement `plan` reads, if it has passed `as_of`.
+    fn compacted_past(&mut self, plan: &Plan, as_of: Timestamp) -> Option<Timestamp> {
+        plan.imports().into_iter().find_map(|id| {
+            let arrangement = self.arrangements.get_mut(&id)?;
+            let since = arrangement.trace.get_logical_compaction();
+            (!since.less_equal(&as_of)).then(|| since.first().copied().unwrap_or(Timestamp::MAX))
+        })
+    }
+
+    /// Registers the stream inputs a new dataflow `dataflow` created.
+    fn add_stream_readers(
+        &mut self,
+        dataflow: GlobalId,
+        readers: BTreeMap<GlobalId, InputSession<Timestamp, Row, Diff>>,
+    ) {
+        for (stream, input) in readers {
+            if let Some(stream) = self.streams.get_mut(&stream) {
+                stream.add_reader(StreamReader { dataflow, input });
             }
         }
     }
@@ -239,6 +307,9 @@ impl<'w> ComputeWorker<'w> {
     fn drop_collection(&mut self, id: GlobalId) {
         self.inputs.remove(&id);
         self.streams.remove(&id);
+        if let Some(dataflow_index) = self.subscriptions.remove(&id) {
+            self.timely.drop_dataflow(dataflow_index);
+        }
         for stream in self.streams.values_mut() {
             stream.remove_readers(id);
         }

@@ -206,6 +206,13 @@ impl Coordinator {
         session.check_not_failed(statement)?;
         let statement = match statement {
             crate::Statement::Sql(statement) => statement,
+            crate::Statement::FetchWithTimeout { fetch, .. } => fetch.as_ref(),
+            crate::Statement::Subscribe(subscribe) => {
+                return Ok(StatementDesc {
+                    parameters: Vec::new(),
+                    columns: Some(self.subscription_schema(session, subscribe).await?),
+                });
+            }
             crate::Statement::ShowCreateSource(name) => {
                 let columns =
                     match self.show_create(session, name, Some(storage::ItemKind::Source))? {

@@ -2,6 +2,7 @@
 //! one new timestamp.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use repr::{ChangeBatch, Diff, GlobalId, Row, Timestamp};
@@ -174,11 +175,65 @@ impl Coordinator {
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
-        let since = self.holds.earliest().unwrap_or(time).min(time);
-        self.compute.allow_compaction(since);
+        self.allow_compaction_after(time);
         // A commit that only appended to streams still grows the log by a record.
         self.note_logged_rows(logged_rows.max(1) as u64);
         Ok(time)
+    }
+}
+
+/// How long the timeline may stand still: after this long without a write, an empty
+/// timestamp closes, so subscribers see progress while nothing changes.
+const IDLE_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Coordinator {
+    /// Closes an empty timestamp whenever no write has for [`IDLE_TICK`], until the
+    /// coordinator goes away. Nothing is logged: an empty time changes nothing, and times
+    /// after a restart are above every time handed out before (the oracle's high-water mark).
+    pub(crate) fn spawn_idle_ticks(self: &Arc<Self>) {
+        let coordinator = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(IDLE_TICK).await;
+                let Some(this) = coordinator.upgrade() else {
+                    return;
+                };
+                if let Err(e) = this.tick_if_idle().await {
+                    tracing::warn!(error = %e, "the timeline could not advance");
+                }
+            }
+        });
+    }
+
+    async fn tick_if_idle(&self) -> Result<(), CoordError> {
+        let idle = |this: &Self| {
+            crate::timestamps::wall_clock_ms().saturating_sub(this.oracle.read_time())
+                >= IDLE_TICK.as_millis() as Timestamp
+        };
+        if !idle(self) {
+            return Ok(());
+        }
+        let _sequencer = self.sequencer.lock().await;
+        if !idle(self) {
+            return Ok(());
+        }
+        let allocation = self.oracle.allocate();
+        if let Some(high_water) = allocation.persist_high_water {
+            self.durable.advance_timestamp_high_water(high_water)?;
+        }
+        let time = allocation.time;
+        self.compute.advance_inputs(time + 1);
+        self.oracle.mark_committed(time);
+        self.allow_compaction_after(time);
+        Ok(())
+    }
+
+    /// Lets arrangements compact up to what the read holds and the retained history allow,
+    /// after the commit of `time`.
+    fn allow_compaction_after(&self, time: Timestamp) {
+        let retained = time.saturating_sub(self.retain_history_ms);
+        let since = self.holds.earliest().unwrap_or(retained).min(retained);
+        self.compute.allow_compaction(since);
     }
 }
 

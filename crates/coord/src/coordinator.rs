@@ -29,6 +29,8 @@ pub struct CoordConfig {
     pub workers: usize,
     /// Rows logged after which the log is compacted into a snapshot.
     pub checkpoint_after_rows: u64,
+    /// How long (ms of the timeline) past states stay readable in the arrangements.
+    pub retain_history_ms: u64,
 }
 
 /// The coordinator. Shared by all sessions.
@@ -52,10 +54,14 @@ pub struct Coordinator {
     pub(crate) checkpointing: AtomicBool,
     /// Rows logged after which a checkpoint starts.
     pub(crate) checkpoint_after_rows: u64,
+    /// How long (ms) past states stay readable.
+    pub(crate) retain_history_ms: u64,
     /// The sources: their positions, statistics and stop flags.
     pub(crate) sources: Arc<crate::sources::SourceRegistry>,
     /// The streams (append-only sources) and their logs.
     pub(crate) streams: Arc<crate::streams::Streams>,
+    /// The next transient dataflow (subscription) number.
+    pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
 }
@@ -104,14 +110,17 @@ impl Coordinator {
             rows_since_checkpoint: AtomicU64::new(0),
             checkpointing: AtomicBool::new(false),
             checkpoint_after_rows: config.checkpoint_after_rows,
+            retain_history_ms: config.retain_history_ms,
             sources,
             streams: Arc::new(crate::streams::Streams::new(
                 config.data_dir.join("streams"),
             )),
+            next_transient_id: AtomicU64::new(0),
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));
         coordinator.recover(records, floor).await?;
+        coordinator.spawn_idle_ticks();
         Ok(coordinator)
     }
 
@@ -160,6 +169,27 @@ impl Coordinator {
             crate::Statement::CreateTableFromSource(create) => {
                 self.create_table_from_source(session, create).await
             }
+            crate::Statement::Subscribe(subscribe) => self
+                .subscribe(session, &subscribe)
+                .await
+                .map(ExecuteResponse::Subscribe),
+            crate::Statement::CopySubscribe { subscribe, options } => {
+                let options = crate::copy::CopyOptions::from_pairs(&options)?;
+                let subscription = self.subscribe(session, &subscribe).await?;
+                Ok(ExecuteResponse::CopySubscribe {
+                    subscription,
+                    options,
+                })
+            }
+            crate::Statement::DeclareSubscribe { name, subscribe } => {
+                self.declare_subscription(session, &name, &subscribe).await
+            }
+            crate::Statement::FetchWithTimeout { fetch, timeout } => match *fetch {
+                Statement::Fetch {
+                    name, direction, ..
+                } => self.fetch(session, &name, &direction, Some(timeout)).await,
+                other => Err(CoordError::Internal(format!("{other} is not a FETCH"))),
+            },
         };
         if result.is_err() {
             session.fail_transaction();
@@ -215,7 +245,7 @@ impl Coordinator {
             Statement::Declare { stmts } => self.declare(session, stmts).await,
             Statement::Fetch {
                 name, direction, ..
-            } => self.fetch(session, &name, &direction),
+            } => self.fetch(session, &name, &direction, None).await,
             Statement::Close { cursor } => self.close_cursor(session, cursor),
             Statement::Deallocate { name, .. } => Ok(ExecuteResponse::Deallocate {
                 name: (!name.value.eq_ignore_ascii_case("all") || name.quote_style.is_some())

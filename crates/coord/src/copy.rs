@@ -102,6 +102,32 @@ impl CopyOptions {
         }
         Ok(copy)
     }
+
+    /// The options of `COPY (SUBSCRIBE …) TO STDOUT WITH (name value, …)`.
+    pub(crate) fn from_pairs(options: &[(String, String)]) -> Result<Self, CoordError> {
+        let mut parsed = Vec::with_capacity(options.len());
+        for (name, value) in options {
+            let single_char = || {
+                let mut chars = value.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => Ok(c),
+                    _ => Err(CoordError::InvalidStatement(format!(
+                        "COPY {name} must be a single character"
+                    ))),
+                }
+            };
+            parsed.push(match name.as_str() {
+                "format" => CopyOption::Format(value.as_str().into()),
+                "delimiter" => CopyOption::Delimiter(single_char()?),
+                "null" => CopyOption::Null(value.clone()),
+                "header" => {
+                    CopyOption::Header(matches!(value.to_lowercase().as_str(), "true" | "on" | "1"))
+                }
+                other => return Err(CoordError::Unsupported(format!("COPY option {other}"))),
+            });
+        }
+        Self::from_statement(parsed, Vec::new())
+    }
 }
 
 /// A COPY FROM STDIN waiting for its data.

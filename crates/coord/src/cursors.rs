@@ -4,8 +4,13 @@
 //! order as FETCH asks for them. As in Postgres, a cursor without HOLD lives until its
 //! transaction ends and may only be declared inside one; a WITH HOLD cursor lives until it is
 //! closed or the session ends.
+//!
+//! A cursor `FOR SUBSCRIBE …` never runs out: FETCH returns what has arrived (up to its
+//! count), waiting for at least one row if none has, for at most `WITH (timeout = '…')`
+//! (without one, until a row comes or the client cancels).
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -18,6 +23,8 @@ use crate::error::CoordError;
 use crate::naming::{fold_ident, name_result_columns};
 use crate::response::ExecuteResponse;
 use crate::session::{Session, Transaction};
+use crate::subscribe::Subscription;
+use crate::subscribe_statements::Subscribe;
 
 /// An open cursor: the rows of its query not fetched yet.
 #[derive(Debug)]
@@ -26,9 +33,36 @@ pub(crate) struct Cursor {
     rows: VecDeque<RecordBatch>,
     /// Whether the cursor outlives its transaction.
     pub with_hold: bool,
+    /// Where more rows come from, for a cursor over a subscription.
+    subscription: Option<Subscription>,
 }
 
 impl Cursor {
+    /// Moves the subscription's rows that have arrived into the cursor, waiting up to
+    /// `timeout` (forever: `None`) for some if there are none yet.
+    async fn receive(&mut self, timeout: Option<Duration>) -> Result<(), CoordError> {
+        let Some(subscription) = &mut self.subscription else {
+            return Ok(());
+        };
+        if self.rows.iter().all(|b| b.num_rows() == 0) {
+            let next = match timeout {
+                Some(timeout) => match tokio::time::timeout(timeout, subscription.next()).await {
+                    Ok(next) => next,
+                    Err(_elapsed) => return Ok(()),
+                },
+                None => subscription.next().await,
+            };
+            match next {
+                Some(batch) => self.rows.push_back(batch?),
+                None => return Ok(()),
+            }
+        }
+        while let Some(batch) = subscription.try_next() {
+            self.rows.push_back(batch?);
+        }
+        Ok(())
+    }
+
     /// Takes up to `count` rows (all with `None`).
     fn fetch(&mut self, count: Option<usize>) -> Vec<RecordBatch> {
         let mut wanted = count.unwrap_or(usize::MAX);
@@ -91,16 +125,50 @@ impl Coordinator {
                 schema,
                 rows: batches.into(),
                 with_hold,
+                subscription: None,
             },
         );
         Ok(ExecuteResponse::command("DECLARE CURSOR"))
     }
 
-    pub(crate) fn fetch(
+    /// `DECLARE name CURSOR FOR SUBSCRIBE …` (inside a transaction block, as any cursor
+    /// without HOLD).
+    pub(crate) async fn declare_subscription(
+        &self,
+        session: &mut Session,
+        name: &Ident,
+        subscribe: &Subscribe,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let name = fold_ident(name);
+        if !matches!(session.transaction, Transaction::Block(_)) {
+            return Err(CoordError::NoTransaction("DECLARE CURSOR"));
+        }
+        if session.cursors.contains_key(&name) {
+            return Err(CoordError::DuplicateObject {
+                kind: "cursor",
+                name,
+            });
+        }
+        let subscription = self.subscribe(session, subscribe).await?;
+        session.cursors.insert(
+            name,
+            Cursor {
+                schema: subscription.schema.clone(),
+                rows: VecDeque::new(),
+                with_hold: false,
+                subscription: Some(subscription),
+            },
+        );
+        Ok(ExecuteResponse::command("DECLARE CURSOR"))
+    }
+
+    /// `FETCH`; from a subscription's cursor it waits for rows, up to `timeout` if given.
+    pub(crate) async fn fetch(
         &self,
         session: &mut Session,
         name: &Ident,
         direction: &FetchDirection,
+        timeout: Option<Duration>,
     ) -> Result<ExecuteResponse, CoordError> {
         let count = fetch_count(direction)?;
         let name = fold_ident(name);
@@ -111,6 +179,9 @@ impl Coordinator {
                 kind: "cursor",
                 name,
             })?;
+        if count != Some(0) {
+            cursor.receive(timeout).await?;
+        }
         let batches = cursor.fetch(count);
         Ok(ExecuteResponse::Fetched {
             schema: cursor.schema.clone(),

@@ -162,7 +162,10 @@ impl Coordinator {
             Some(plan) => {
                 let imports = plan.imports();
                 match self.install_materialized_view(id, &create_sql, planned, plan) {
-                    Ok(()) => self.hydrate_streams(id, imports).await,
+                    Ok(()) => {
+                        self.hydrate_streams(id, imports, self.oracle.read_time())
+                            .await
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -206,7 +209,10 @@ impl Coordinator {
         )?;
         let on = planned.on;
         let installed = match self.install_index(id, &create_sql, planned) {
-            Ok(()) => self.hydrate_streams(id, vec![on]).await,
+            Ok(()) => {
+                self.hydrate_streams(id, vec![on], self.oracle.read_time())
+                    .await
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = installed {

@@ -128,6 +128,15 @@ pub enum CoordError {
     /// A source's connector refused its options or columns.
     #[error("{0}")]
     InvalidSourceOption(String),
+    /// A read or subscription asked for a time whose history is no longer kept.
+    #[error("{0}")]
+    HistoryUnavailable(String),
+    /// A subscriber did not take its rows and fell too far behind.
+    #[error("the subscriber fell behind by {queued_rows} rows and was disconnected from the subscription; subscribe again AS OF the last _timestamp it received + 1")]
+    SubscriberTooSlow {
+        /// The rows that were waiting.
+        queued_rows: usize,
+    },
     /// The durable log or catalog failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -147,6 +156,12 @@ impl From<SqlError> for CoordError {
     }
 }
 
+impl From<ArrowError> for CoordError {
+    fn from(e: ArrowError) -> Self {
+        classify_arrow(&e)
+    }
+}
+
 impl From<DataFusionError> for CoordError {
     fn from(e: DataFusionError) -> Self {
         classify_datafusion(e)
@@ -163,6 +178,14 @@ impl From<compute::ComputeError> for CoordError {
     fn from(e: compute::ComputeError) -> Self {
         match e {
             compute::ComputeError::InvalidPlan(msg) => CoordError::Unsupported(msg),
+            compute::ComputeError::Compacted { time, since, .. } => CoordError::HistoryUnavailable(
+                format!("time {time} is no longer available: history is kept from {since} on"),
+            ),
+            compute::ComputeError::SubscriberTooSlow { buffered } => {
+                CoordError::SubscriberTooSlow {
+                    queued_rows: buffered,
+                }
+            }
             other => CoordError::Internal(other.to_string()),
         }
     }

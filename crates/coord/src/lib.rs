@@ -38,6 +38,8 @@ mod sources;
 mod statement;
 mod statement_checks;
 mod streams;
+mod subscribe;
+mod subscribe_statements;
 mod system_catalog;
 mod table_rows;
 mod timestamps;
@@ -61,6 +63,8 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
 pub use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 pub use source_statements::{CreateSource, DropSource};
 pub use statement::{parse, Statement};
+pub use subscribe::Subscription;
+pub use subscribe_statements::{Subscribe, SubscribeTarget};
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
 pub const SERVER_VERSION: &str = "15.8";

@@ -101,14 +101,14 @@ impl Coordinator {
                     let plan = self.lower_view(&planned)?;
                     let imports = plan.imports();
                     self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
-                    self.hydrate_streams(item.id, imports).await?;
+                    self.hydrate_streams(item.id, imports, floor).await?;
                     dataflows.push(item.id);
                 }
                 (ItemKind::Index, Statement::CreateIndex(create)) => {
                     let planned = self.plan_index(&create)?;
                     let on = planned.on;
                     self.install_index(item.id, &item.create_sql, planned)?;
-                    self.hydrate_streams(item.id, vec![on]).await?;
+                    self.hydrate_streams(item.id, vec![on], floor).await?;
                     dataflows.push(item.id);
                 }
                 (kind, _) => {

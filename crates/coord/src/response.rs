@@ -2,6 +2,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 
 use crate::copy::{CopyFormat, CopyOptions};
+use crate::subscribe::Subscription;
 
 /// What executing one statement produced.
 #[derive(Debug)]
@@ -45,6 +46,15 @@ pub enum ExecuteResponse {
     },
     /// The query string held no statement.
     EmptyQuery,
+    /// A running subscription (`SUBSCRIBE`), whose rows are streamed as they come.
+    Subscribe(Subscription),
+    /// A running subscription streamed as COPY data (`COPY (SUBSCRIBE …) TO STDOUT`).
+    CopySubscribe {
+        /// The subscription.
+        subscription: Subscription,
+        /// How to lay out its rows.
+        options: CopyOptions,
+    },
 }
 
 impl ExecuteResponse {

@@ -255,7 +255,7 @@ fn parse_option_name(parser: &mut Parser) -> Result<String, ParserError> {
 }
 
 /// A literal (string, number, boolean) or a bare word, as text.
-fn parse_option_value(parser: &mut Parser) -> Result<String, ParserError> {
+pub(crate) fn parse_option_value(parser: &mut Parser) -> Result<String, ParserError> {
     let token = parser.next_token();
     match &token.token {
         Token::SingleQuotedString(s) => Ok(s.clone()),
@@ -270,7 +270,7 @@ fn parse_option_value(parser: &mut Parser) -> Result<String, ParserError> {
 }
 
 /// Consumes the word `word` (case-insensitive) if it is next.
-fn parse_word(parser: &mut Parser, word: &str) -> bool {
+pub(crate) fn parse_word(parser: &mut Parser, word: &str) -> bool {
     match &parser.peek_token().token {
         Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) => {
             parser.next_token();

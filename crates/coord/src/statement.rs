@@ -1,5 +1,5 @@
 //! A statement as the coordinator receives it: PostgreSQL's SQL (parsed by sqlparser) or one
-//! of Fluxion's own (`CREATE SOURCE`, `DROP SOURCE`).
+//! of Fluxion's own (`CREATE SOURCE`, `DROP SOURCE`, `SUBSCRIBE`, …).
 
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -10,6 +10,7 @@ use crate::error::CoordError;
 use crate::source_statements::{
     parse_source_statement, CreateSource, CreateTableFromSource, DropSource, SourceStatement,
 };
+use crate::subscribe_statements::{parse_subscribe_statement, Subscribe, SubscribeStatement};
 
 /// One parsed statement.
 // sqlparser's statement is the large variant and is moved by value everywhere already;
@@ -27,6 +28,29 @@ pub enum Statement {
     ShowCreateSource(ast::ObjectName),
     /// `CREATE TABLE … FROM source TABLE '…'`.
     CreateTableFromSource(CreateTableFromSource),
+    /// `SUBSCRIBE …`: the changes, streamed as the statement's rows.
+    Subscribe(Subscribe),
+    /// `COPY (SUBSCRIBE …) TO STDOUT [WITH (…)]`: the changes, streamed as COPY data.
+    CopySubscribe {
+        /// The subscription.
+        subscribe: Subscribe,
+        /// COPY's options (`format`, `delimiter`, `null`, `header`).
+        options: Vec<(String, String)>,
+    },
+    /// `DECLARE name CURSOR FOR SUBSCRIBE …`.
+    DeclareSubscribe {
+        /// The cursor.
+        name: ast::Ident,
+        /// The subscription.
+        subscribe: Subscribe,
+    },
+    /// `FETCH … WITH (timeout = '…')`.
+    FetchWithTimeout {
+        /// The FETCH itself (sqlparser's).
+        fetch: Box<ast::Statement>,
+        /// How long to wait for a row.
+        timeout: std::time::Duration,
+    },
 }
 
 impl std::fmt::Display for Statement {
@@ -40,6 +64,14 @@ impl std::fmt::Display for Statement {
             }
             Statement::ShowCreateSource(name) => write!(f, "SHOW CREATE SOURCE {name}"),
             Statement::CreateTableFromSource(create) => write!(f, "{create}"),
+            Statement::Subscribe(subscribe) => write!(f, "{subscribe}"),
+            Statement::CopySubscribe { subscribe, .. } => write!(f, "COPY ({subscribe}) TO STDOUT"),
+            Statement::DeclareSubscribe { name, subscribe } => {
+                write!(f, "DECLARE {name} CURSOR FOR {subscribe}")
+            }
+            Statement::FetchWithTimeout { fetch, timeout } => {
+                write!(f, "{fetch} WITH (timeout = '{}ms')", timeout.as_millis())
+            }
         }
     }
 }
@@ -68,6 +100,22 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
                     .expected::<()>("end of statement", parser.peek_token())
                     .unwrap_err(),
             ));
+        }
+        if let Some(statement) = parse_subscribe_statement(&mut parser).map_err(syntax)? {
+            statements.push(match statement {
+                SubscribeStatement::Subscribe(subscribe) => Statement::Subscribe(subscribe),
+                SubscribeStatement::Copy { subscribe, options } => {
+                    Statement::CopySubscribe { subscribe, options }
+                }
+                SubscribeStatement::Declare { name, subscribe } => {
+                    Statement::DeclareSubscribe { name, subscribe }
+                }
+                SubscribeStatement::Fetch(fetch) => Statement::Sql(*fetch),
+                SubscribeStatement::FetchWithTimeout { fetch, timeout } => {
+                    Statement::FetchWithTimeout { fetch, timeout }
+                }
+            });
+            continue;
         }
         let statement = match parse_source_statement(&mut parser).map_err(syntax)? {
             Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),

@@ -247,12 +247,15 @@ impl Coordinator {
     }
 
     /// Feeds dataflow `dataflow`, just built, the history of every stream among `imports` (the
-    /// collections its plan reads) as of the last committed time, then lets its inputs advance
-    /// past that time. The caller holds the sequencer, so no commit interleaves.
+    /// collections its plan reads) through the last committed time, each row at its commit
+    /// time but no earlier than `start` (the dataflow's start: a view starts at the read
+    /// time, a subscription may start earlier), then lets its inputs advance past the read
+    /// time. The caller holds the sequencer, so no commit interleaves.
     pub(crate) async fn hydrate_streams(
         &self,
         dataflow: GlobalId,
         mut imports: Vec<GlobalId>,
+        start: Timestamp,
     ) -> Result<(), CoordError> {
         let time = self.oracle.read_time();
         imports.sort();
@@ -270,27 +273,29 @@ impl Coordinator {
                 .cloned()
                 .ok_or_else(|| CoordError::Internal(format!("stream {stream} has no codecs")))?;
             let mut rows = 0usize;
-            let mut chunk: Vec<(Row, Diff)> = Vec::new();
+            let mut chunk: Vec<(Row, Timestamp, Diff)> = Vec::new();
             for batch in log.read_through(time)? {
                 let batch = batch?;
                 let encoded = codecs
                     .rows
                     .encode(&batch.rows)
                     .map_err(|e| CoordError::Internal(e.to_string()))?;
-                chunk.extend(encoded.into_iter().zip(batch.diffs));
+                let at = batch.time.max(start);
+                chunk.extend(
+                    encoded
+                        .into_iter()
+                        .zip(batch.diffs)
+                        .map(|(row, diff)| (row, at, diff)),
+                );
                 if chunk.len() >= HYDRATION_CHUNK_ROWS {
                     rows += chunk.len();
                     let part = std::mem::take(&mut chunk);
-                    self.compute
-                        .hydrate_stream(dataflow, stream, time, part)
-                        .await?;
+                    self.compute.hydrate_stream(dataflow, stream, part).await?;
                 }
             }
             rows += chunk.len();
             if !chunk.is_empty() {
-                self.compute
-                    .hydrate_stream(dataflow, stream, time, chunk)
-                    .await?;
+                self.compute.hydrate_stream(dataflow, stream, chunk).await?;
             }
             tracing::info!(%dataflow, %stream, rows, "dataflow fed the stream's history");
             hydrated = true;

@@ -81,7 +81,8 @@ impl TimestampOracle {
     }
 }
 
-fn wall_clock_ms() -> Timestamp {
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn wall_clock_ms() -> Timestamp {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as Timestamp)

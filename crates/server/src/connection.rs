@@ -5,7 +5,9 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use coord::{Coordinator, ExecuteResponse, Session, SqlStatement, Statement, StatementDesc};
+use coord::{
+    Coordinator, ExecuteResponse, Session, SqlStatement, Statement, StatementDesc, Subscription,
+};
 use futures::future::{select, Either};
 use futures::{stream, Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
@@ -34,6 +36,7 @@ use crate::params::{is_binary, parameter_text};
 use crate::rows::{data_rows, field_infos, parameter_field_of, wire_type};
 use crate::simple_query;
 use crate::sqlstate::{error_info, to_pgwire};
+use crate::subscribe::{stream_subscription, Delivery};
 use repr::pg_type::pg_type_of_field;
 
 /// A statement prepared with Parse: the parsed statement and what Describe reports.
@@ -186,7 +189,49 @@ fn to_response(
             Response::CopyIn(CopyResponse::new(code, columns, stream::empty()))
         }
         ExecuteResponse::EmptyQuery => Response::EmptyQuery,
+        ExecuteResponse::Subscribe(_) | ExecuteResponse::CopySubscribe { .. } => {
+            return Err(to_pgwire(&coord::CoordError::Internal(
+                "a subscription reached the buffered response path".into(),
+            )))
+        }
     })
+}
+
+/// What the statements of one Query message produced: responses to send, and perhaps a
+/// subscription to stream after them (the statement that started it is the last one run).
+struct Outcomes {
+    responses: Vec<Response>,
+    subscription: Option<(Subscription, Delivery)>,
+}
+
+/// How a subscribing response is delivered, if `response` is one; otherwise the response.
+fn subscription_of(
+    response: ExecuteResponse,
+    send_description: bool,
+    format: Option<&Format>,
+) -> Result<(Subscription, Delivery), ExecuteResponse> {
+    match response {
+        ExecuteResponse::Subscribe(subscription) => Ok((
+            subscription,
+            Delivery::Rows {
+                send_description,
+                format: format.cloned(),
+            },
+        )),
+        ExecuteResponse::CopySubscribe {
+            subscription,
+            options,
+        } => Ok((subscription, Delivery::Copy(options))),
+        other => Err(other),
+    }
+}
+
+/// Whether a statement starts a subscription whose rows are streamed as its result.
+fn is_streamed(statement: &Statement) -> bool {
+    matches!(
+        statement,
+        Statement::Subscribe(_) | Statement::CopySubscribe { .. }
+    )
 }
 
 /// The rows of a result as a pgwire response.
@@ -227,17 +272,20 @@ impl SimpleQueryHandler for Connection {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let cancel = simple_query::cancel_receiver(client).await;
-        let responses = {
-            let running = Box::pin(SimpleQueryHandler::do_query(self, client, &query.query));
+        let (outcomes, cancel) = {
+            let running = Box::pin(self.run_statements(client, &query.query));
             match cancel {
                 Some(cancel) => match select(running, cancel).await {
-                    Either::Left((responses, _)) => responses?,
+                    Either::Left((outcomes, cancel)) => (outcomes?, Some(cancel)),
                     Either::Right(_) => return Err(PgWireError::QueryCanceled),
                 },
-                None => running.await?,
+                None => (running.await?, None),
             }
         };
-        let copy_started = simple_query::send_responses(client, responses).await?;
+        let copy_started = simple_query::send_responses(client, outcomes.responses).await?;
+        if let Some((subscription, delivery)) = outcomes.subscription {
+            stream_subscription(client, subscription, delivery, cancel).await?;
+        }
         let status = self.transaction_status().await;
         simple_query::finish_query(client, copy_started, status).await
     }
@@ -249,12 +297,36 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let mut outcomes = self.run_statements(client, query).await?;
+        if outcomes.subscription.take().is_some() {
+            outcomes.responses.push(Response::Error(Box::new(error_info(
+                &coord::CoordError::Unsupported("SUBSCRIBE outside a streaming query".into()),
+            ))));
+        }
+        Ok(outcomes.responses)
+    }
+}
+
+impl Connection {
+    /// Runs the statements of one Query message, stopping after an error or after a
+    /// statement that starts a subscription (which runs until the client stops it).
+    async fn run_statements<C>(&self, client: &mut C, query: &str) -> PgWireResult<Outcomes>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let statements = coord::parse(query).map_err(|e| to_pgwire(&e))?;
+        let mut outcomes = Outcomes {
+            responses: Vec::with_capacity(statements.len()),
+            subscription: None,
+        };
         if statements.is_empty() {
-            return Ok(vec![Response::EmptyQuery]);
+            outcomes.responses.push(Response::EmptyQuery);
+            return Ok(outcomes);
         }
         let mut session = lock_session(&self.coord, &self.session, client).await;
-        let mut responses = Vec::with_capacity(statements.len());
         for statement in statements {
             let effect = transaction_effect(&statement);
             let result = self.coord.execute(&mut session, statement).await;
@@ -262,15 +334,56 @@ impl SimpleQueryHandler for Connection {
             match result {
                 Ok(response) => {
                     deallocate(client, &response);
-                    responses.push(to_response(response, effect, None)?)
+                    match subscription_of(response, true, None) {
+                        Ok(subscription) => {
+                            outcomes.subscription = Some(subscription);
+                            break;
+                        }
+                        Err(response) => outcomes
+                            .responses
+                            .push(to_response(response, effect, None)?),
+                    }
                 }
                 Err(error) => {
-                    responses.push(Response::Error(Box::new(error_info(&error))));
+                    outcomes
+                        .responses
+                        .push(Response::Error(Box::new(error_info(&error))));
                     break;
                 }
             }
         }
-        Ok(responses)
+        Ok(outcomes)
+    }
+
+    /// Executes a portal whose statement starts a subscription, streaming its rows until
+    /// the client cancels or the subscription ends.
+    async fn execute_streamed<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cancel = simple_query::cancel_receiver(client).await;
+        let statement = portal.statement.statement.statement.clone();
+        let result = {
+            let mut session = lock_session(&self.coord, &self.session, client).await;
+            let result = self.coord.execute(&mut session, statement).await;
+            send_session_messages(client, &mut session).await?;
+            result
+        };
+        let response = result.map_err(|e| to_pgwire(&e))?;
+        match subscription_of(response, false, Some(&portal.result_column_format)) {
+            Ok((subscription, delivery)) => {
+                stream_subscription(client, subscription, delivery, cancel).await
+            }
+            Err(_) => Err(to_pgwire(&coord::CoordError::Internal(
+                "a SUBSCRIBE statement started no subscription".into(),
+            ))),
+        }
     }
 }
 
@@ -362,7 +475,17 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self._on_execute(client, message).await?;
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let streamed = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) if is_streamed(&portal.statement.statement.statement) => {
+                Some(portal)
+            }
+            _ => None,
+        };
+        match streamed {
+            Some(portal) => self.execute_streamed(client, &portal).await?,
+            None => self._on_execute(client, message).await?,
+        }
         // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
         // block); ReadyForQuery at Sync reports it.
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {

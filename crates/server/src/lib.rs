@@ -4,6 +4,7 @@
 //! then hands simple-query, extended-query and COPY messages of each connection to its
 //! [`connection::Connection`]. Arrow results become DataRows in text or binary format;
 //! coordinator errors become ErrorResponses with their SQLSTATE (chosen in [`sqlstate`]).
+//! A subscription's rows are streamed and flushed as its times close ([`subscribe`]).
 //! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
@@ -15,6 +16,7 @@ mod rows;
 mod simple_query;
 mod sqlstate;
 mod startup;
+mod subscribe;
 mod values;
 
 use std::future::Future;

@@ -54,6 +54,8 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::InvalidSourceOption(_) => "22023",
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",
+        CoordError::HistoryUnavailable(_) => "55000",
+        CoordError::SubscriberTooSlow { .. } => "53400",
     }
 }
 
