@@ -492,3 +492,158 @@ async fn a_view_over_a_stream_is_watched_as_it_changes() {
         .sum();
     assert_eq!(sum, 400 * 401 / 2);
 }
+
+/// The data rows of a SUBSCRIBE until `count` changes have come.
+async fn subscribe_changes(server: &TestServer, sql: &str, count: usize) -> Vec<Change> {
+    let client = server.connect().await;
+    let stream = client.simple_query_raw(sql).await.expect(sql);
+    pin_mut!(stream);
+    next_changes(&mut stream, count).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_subscription_resumes_across_a_crash_exactly_once() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (id INT PRIMARY KEY);
+             INSERT INTO t VALUES (1), (2);
+             CREATE SUBSCRIPTION sub FROM t WITH (retention = '1 hour');",
+        )
+        .await
+        .expect("a table and a durable subscription");
+    let subscriber = server.connect().await;
+    let stream = subscriber
+        .simple_query_raw("SUBSCRIBE sub")
+        .await
+        .expect("SUBSCRIBE to a durable subscription");
+    pin_mut!(stream);
+    let snapshot = next_changes(&mut stream, 2).await;
+    assert_eq!(snapshot.iter().map(|c| c.1).sum::<i64>(), 2, "{snapshot:?}");
+    for id in 3..=4 {
+        client
+            .batch_execute(&format!("INSERT INTO t VALUES ({id})"))
+            .await
+            .expect("an insert");
+    }
+    let seen = next_changes(&mut stream, 2).await;
+    assert_eq!(
+        seen.iter().map(|c| c.2[0].as_str()).collect::<Vec<_>>(),
+        ["3", "4"]
+    );
+    let last_seen = seen[1].0;
+    let status = support::query::row(
+        &client,
+        "SELECT subscription_name, from_name, retention_ms, position > 0, subscribers >= 1 \
+         FROM fluxion_catalog.subscriptions",
+    )
+    .await;
+    assert_eq!(
+        status,
+        ["sub", "t", "3600000", "t", "t"].map(|v| Some(v.to_string()))
+    );
+    // A change the subscriber never saw, then the server dies.
+    client
+        .batch_execute("INSERT INTO t VALUES (5); DELETE FROM t WHERE id = 1;")
+        .await
+        .expect("changes before the crash");
+    server.kill();
+    drop((stream, subscriber, client));
+
+    let server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    client
+        .batch_execute("INSERT INTO t VALUES (6)")
+        .await
+        .expect("an insert after the restart");
+    let resumed = subscribe_changes(
+        &server,
+        &format!(
+            "SUBSCRIBE sub WITH (SNAPSHOT = false) AS OF {}",
+            last_seen + 1
+        ),
+        3,
+    )
+    .await;
+    let mut net: Vec<(String, i64)> = resumed.iter().map(|c| (c.2[0].clone(), c.1)).collect();
+    net.sort();
+    assert_eq!(
+        net,
+        vec![("1".into(), -1), ("5".into(), 1), ("6".into(), 1)],
+        "every change after the last seen, once: {resumed:?}"
+    );
+    assert!(resumed.iter().all(|c| c.0 > last_seen));
+    let too_old = error_code(&client, "SUBSCRIBE sub AS OF 1").await;
+    assert!(too_old.starts_with("55000"), "{too_old}");
+    // A new subscriber's snapshot is the table as it is.
+    let mut now = subscribe_changes(&server, "SUBSCRIBE sub", 5).await;
+    now.sort_by(|a, b| a.2.cmp(&b.2));
+    assert_eq!(
+        now.iter()
+            .map(|c| (c.1, c.2[0].as_str()))
+            .collect::<Vec<_>>(),
+        [(1, "2"), (1, "3"), (1, "4"), (1, "5"), (1, "6")]
+    );
+    client
+        .batch_execute("DROP SUBSCRIPTION sub")
+        .await
+        .expect("drop the subscription");
+    let gone = error_code(&client, "SUBSCRIBE sub").await;
+    assert!(gone.starts_with("42P01"), "{gone}");
+    let logs = std::fs::read_dir(dir.path().join("subscriptions"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(logs, 0, "the subscription's log is deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_older_than_the_retention_is_folded() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE t (id INT PRIMARY KEY);
+             CREATE SUBSCRIPTION brief FROM t WITH (retention = '1s');
+             INSERT INTO t VALUES (1);
+             INSERT INTO t VALUES (2);
+             DELETE FROM t WHERE id = 1;",
+        )
+        .await
+        .expect("a table, a subscription and some history");
+    support::query::wait_for(
+        &client,
+        "SELECT earliest > 0 FROM fluxion_catalog.subscriptions",
+        "t",
+        Duration::from_secs(30),
+    )
+    .await;
+    let created: u64 = support::query::row(
+        &client,
+        "SELECT earliest FROM fluxion_catalog.subscriptions",
+    )
+    .await[0]
+        .as_deref()
+        .expect("a subscription")
+        .parse()
+        .expect("a time");
+    support::query::wait_for(
+        &client,
+        &format!("SELECT earliest > {created} FROM fluxion_catalog.subscriptions"),
+        "t",
+        Duration::from_secs(30),
+    )
+    .await;
+    let folded = error_code(&client, &format!("SUBSCRIBE brief AS OF {created}")).await;
+    assert!(folded.starts_with("55000"), "{folded}");
+    let snapshot = subscribe_changes(&server, "SUBSCRIBE brief", 1).await;
+    assert_eq!(
+        snapshot
+            .iter()
+            .map(|c| (c.1, c.2[0].as_str()))
+            .collect::<Vec<_>>(),
+        [(1, "2")],
+        "the folded history still adds up to the table"
+    );
+}

@@ -41,6 +41,8 @@ pub(crate) enum ItemDetails {
     Index { on: GlobalId },
     /// A schema: a namespace for other items.
     Schema,
+    /// A durable subscription to `from` (its log is in `durable_subscriptions`).
+    Subscription { from: GlobalId },
 }
 
 impl Item {
@@ -57,7 +59,9 @@ impl Item {
         match &self.details {
             ItemDetails::Relation(relation) => Some(relation.clone()),
             ItemDetails::View(view) => Some(view.clone()),
-            ItemDetails::Index { .. } | ItemDetails::Schema => None,
+            ItemDetails::Index { .. } | ItemDetails::Schema | ItemDetails::Subscription { .. } => {
+                None
+            }
         }
     }
 
@@ -76,6 +80,7 @@ pub(crate) fn kind_name(kind: ItemKind) -> &'static str {
         ItemKind::Index => "index",
         ItemKind::Source => "source",
         ItemKind::Sink => "sink",
+        ItemKind::Subscription => "subscription",
         ItemKind::Schema => "schema",
     }
 }
@@ -241,11 +246,17 @@ impl CatalogProviderImpl {
         catalog: Arc<RwLock<Catalog>>,
         compute: Arc<compute::ComputeController>,
         sources: Arc<crate::sources::SourceRegistry>,
+        subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
     ) -> Self {
         Self {
             pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),
             information_schema: crate::system_catalog::information_schema(catalog.clone()),
-            system: Arc::new(SystemSchema::new(catalog.clone(), compute, sources)),
+            system: Arc::new(SystemSchema::new(
+                catalog.clone(),
+                compute,
+                sources,
+                subscriptions,
+            )),
             catalog,
         }
     }
@@ -310,7 +321,9 @@ impl SchemaProvider for UserSchema {
             .and_then(|item| match item.details {
                 ItemDetails::View(_) => Some(TableType::View),
                 ItemDetails::Relation(_) => Some(TableType::Base),
-                ItemDetails::Index { .. } | ItemDetails::Schema => None,
+                ItemDetails::Index { .. }
+                | ItemDetails::Schema
+                | ItemDetails::Subscription { .. } => None,
             }))
     }
 

@@ -60,6 +60,8 @@ pub struct Coordinator {
     pub(crate) sources: Arc<crate::sources::SourceRegistry>,
     /// The streams (append-only sources) and their logs.
     pub(crate) streams: Arc<crate::streams::Streams>,
+    /// The durable subscriptions and their logs.
+    pub(crate) subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
@@ -89,10 +91,14 @@ impl Coordinator {
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
         let sources = Arc::new(crate::sources::SourceRegistry::default());
+        let subscriptions = Arc::new(crate::durable_subscriptions::DurableSubscriptions::new(
+            config.data_dir.join("subscriptions"),
+        ));
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             compute.clone(),
             sources.clone(),
+            subscriptions.clone(),
         )));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
@@ -115,6 +121,7 @@ impl Coordinator {
             streams: Arc::new(crate::streams::Streams::new(
                 config.data_dir.join("streams"),
             )),
+            subscriptions: subscriptions.clone(),
             next_transient_id: AtomicU64::new(0),
             this: OnceLock::new(),
         });
@@ -180,6 +187,19 @@ impl Coordinator {
                     subscription,
                     options,
                 })
+            }
+            crate::Statement::CreateSubscription(create) => {
+                self.create_subscription(session, create).await
+            }
+            crate::Statement::DropSubscription { names, if_exists } => {
+                self.drop_items(
+                    session,
+                    storage::ItemKind::Subscription,
+                    if_exists,
+                    names,
+                    false,
+                )
+                .await
             }
             crate::Statement::DeclareSubscribe { name, subscribe } => {
                 self.declare_subscription(session, &name, &subscribe).await

@@ -772,6 +772,7 @@ impl Coordinator {
             ItemKind::Index => "an index",
             ItemKind::Source => "a source",
             ItemKind::Sink => "a sink",
+            ItemKind::Subscription => "a subscription",
             ItemKind::Schema => "a schema",
         };
         let tag = format!("DROP {}", type_name.to_uppercase());
@@ -868,6 +869,9 @@ impl Coordinator {
         if item.kind == ItemKind::Source {
             self.stop_source(id);
             self.streams.remove(id);
+        }
+        if item.kind == ItemKind::Subscription {
+            self.subscriptions.remove(id);
         }
         if matches!(
             item.kind,

@@ -20,6 +20,7 @@ mod copy;
 mod copy_to;
 mod cursors;
 mod ddl;
+mod durable_subscriptions;
 mod error;
 mod name_resolution;
 mod naming;
@@ -64,7 +65,7 @@ pub use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 pub use source_statements::{CreateSource, DropSource};
 pub use statement::{parse, Statement};
 pub use subscribe::Subscription;
-pub use subscribe_statements::{Subscribe, SubscribeTarget};
+pub use subscribe_statements::{CreateSubscription, Subscribe, SubscribeTarget};
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
 pub const SERVER_VERSION: &str = "15.8";

@@ -84,7 +84,7 @@ impl Coordinator {
         let derived = items.iter().filter(|i| {
             !matches!(
                 i.kind,
-                ItemKind::Table | ItemKind::Source | ItemKind::Schema
+                ItemKind::Table | ItemKind::Source | ItemKind::Schema | ItemKind::Subscription
             )
         });
         for item in derived {
@@ -121,6 +121,7 @@ impl Coordinator {
         }
         self.load_comments()?;
         self.streams.remove_orphans()?;
+        self.recover_subscriptions(&items).await?;
         for id in &dataflows {
             self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
         }

@@ -10,7 +10,9 @@ use crate::error::CoordError;
 use crate::source_statements::{
     parse_source_statement, CreateSource, CreateTableFromSource, DropSource, SourceStatement,
 };
-use crate::subscribe_statements::{parse_subscribe_statement, Subscribe, SubscribeStatement};
+use crate::subscribe_statements::{
+    parse_subscribe_statement, CreateSubscription, Subscribe, SubscribeStatement,
+};
 
 /// One parsed statement.
 // sqlparser's statement is the large variant and is moved by value everywhere already;
@@ -44,6 +46,15 @@ pub enum Statement {
         /// The subscription.
         subscribe: Subscribe,
     },
+    /// `CREATE SUBSCRIPTION`.
+    CreateSubscription(CreateSubscription),
+    /// `DROP SUBSCRIPTION`.
+    DropSubscription {
+        /// The subscriptions.
+        names: Vec<ast::ObjectName>,
+        /// `IF EXISTS`.
+        if_exists: bool,
+    },
     /// `FETCH … WITH (timeout = '…')`.
     FetchWithTimeout {
         /// The FETCH itself (sqlparser's).
@@ -71,6 +82,11 @@ impl std::fmt::Display for Statement {
             }
             Statement::FetchWithTimeout { fetch, timeout } => {
                 write!(f, "{fetch} WITH (timeout = '{}ms')", timeout.as_millis())
+            }
+            Statement::CreateSubscription(create) => write!(f, "{create}"),
+            Statement::DropSubscription { names, .. } => {
+                let names: Vec<String> = names.iter().map(ToString::to_string).collect();
+                write!(f, "DROP SUBSCRIPTION {}", names.join(", "))
             }
         }
     }
@@ -111,6 +127,10 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
                     Statement::DeclareSubscribe { name, subscribe }
                 }
                 SubscribeStatement::Fetch(fetch) => Statement::Sql(*fetch),
+                SubscribeStatement::Create(create) => Statement::CreateSubscription(create),
+                SubscribeStatement::Drop { names, if_exists } => {
+                    Statement::DropSubscription { names, if_exists }
+                }
                 SubscribeStatement::FetchWithTimeout { fetch, timeout } => {
                     Statement::FetchWithTimeout { fetch, timeout }
                 }

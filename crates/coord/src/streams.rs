@@ -2,7 +2,7 @@
 //!
 //! A source without a primary key whose records are plain inserts only ever grows. Arranged
 //! like a table, it would hold its whole history in memory and every checkpoint would rewrite
-//! it. As a stream, its rows go to a [`StreamLog`] of its own (durable before the WAL record
+//! it. As a stream, its rows go to a change log of its own (durable before the WAL record
 //! that commits them, which stores the log's new length), and compute keeps nothing of it:
 //! each dataflow that reads the stream is fed its history once, when it is built (or rebuilt
 //! after a restart), then every new batch. A `SELECT` from the stream itself reads the log
@@ -22,11 +22,14 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use repr::{Diff, GlobalId, Row, Timestamp};
-use storage::{StreamAppend, StreamLog};
+use storage::{ChangeLog, LogAppend};
 
 use crate::commit::StreamedRows;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+
+/// What the stream logs' files are called (`stream-<id>.log`).
+const STREAM_LOG_KIND: &str = "stream";
 
 /// Rows of history sent to compute at a time while a dataflow is hydrated.
 const HYDRATION_CHUNK_ROWS: usize = 64 * 1024;
@@ -35,7 +38,7 @@ const HYDRATION_CHUNK_ROWS: usize = 64 * 1024;
 #[derive(Debug)]
 pub(crate) struct Streams {
     dir: PathBuf,
-    logs: RwLock<HashMap<GlobalId, Arc<StreamLog>>>,
+    logs: RwLock<HashMap<GlobalId, Arc<ChangeLog>>>,
     /// The length of each stream log that the WAL committed last, read at recovery.
     committed: Mutex<HashMap<GlobalId, u64>>,
 }
@@ -59,7 +62,7 @@ impl Streams {
     }
 
     /// Opens stream `id`'s log, cut back to the length the WAL committed last (nothing, for a
-    /// new stream; see [`StreamLog::open`]).
+    /// new stream; see [`ChangeLog::open`]).
     pub fn open(&self, id: GlobalId) -> Result<(), CoordError> {
         let committed_len = self
             .committed
@@ -67,7 +70,7 @@ impl Streams {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id)
             .unwrap_or(0);
-        let log = StreamLog::open(&self.dir, id, committed_len)?;
+        let log = ChangeLog::open(&self.dir, STREAM_LOG_KIND, id, committed_len)?;
         self.write().insert(id, Arc::new(log));
         Ok(())
     }
@@ -78,14 +81,14 @@ impl Streams {
     }
 
     /// Stream `id`'s log.
-    pub fn get(&self, id: GlobalId) -> Option<Arc<StreamLog>> {
+    pub fn get(&self, id: GlobalId) -> Option<Arc<ChangeLog>> {
         self.read().get(&id).cloned()
     }
 
     /// Forgets stream `id` and deletes its log (it was dropped).
     pub fn remove(&self, id: GlobalId) {
         if self.write().remove(&id).is_some() {
-            if let Err(e) = StreamLog::delete(&self.dir, id) {
+            if let Err(e) = ChangeLog::delete(&self.dir, STREAM_LOG_KIND, id) {
                 tracing::warn!(stream = %id, error = %e, "could not delete a dropped stream's log");
             }
         }
@@ -95,10 +98,10 @@ impl Streams {
     /// dropping a stream and deleting its log).
     pub fn remove_orphans(&self) -> Result<(), CoordError> {
         let known: HashSet<GlobalId> = self.read().keys().copied().collect();
-        for id in StreamLog::list(&self.dir)? {
+        for id in ChangeLog::list(&self.dir, STREAM_LOG_KIND)? {
             if !known.contains(&id) {
                 tracing::info!(stream = %id, "deleting the log of a stream that no longer exists");
-                StreamLog::delete(&self.dir, id)?;
+                ChangeLog::delete(&self.dir, STREAM_LOG_KIND, id)?;
             }
         }
         Ok(())
@@ -113,7 +116,7 @@ impl Streams {
     }
 
     /// Cuts back appends whose commit failed.
-    pub fn undo_appends(&self, appends: &[(GlobalId, StreamAppend)]) {
+    pub fn undo_appends(&self, appends: &[(GlobalId, LogAppend)]) {
         for (id, append) in appends {
             if let Some(log) = self.get(*id) {
                 if let Err(e) = log.truncate(append.start) {
@@ -123,11 +126,11 @@ impl Streams {
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Arc<StreamLog>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Arc<ChangeLog>>> {
         self.logs.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Arc<StreamLog>>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Arc<ChangeLog>>> {
         self.logs.write().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -136,7 +139,7 @@ impl Streams {
 /// stream may hold far more rows than fit in memory).
 #[derive(Debug)]
 pub(crate) struct StreamScan {
-    pub log: Arc<StreamLog>,
+    pub log: Arc<ChangeLog>,
     pub time: Timestamp,
     /// The schema the batches are given (the relation's planning schema).
     pub schema: SchemaRef,
@@ -180,7 +183,7 @@ impl PartitionStream for StreamScan {
 
 /// A logged batch of stream `log` as rows of `schema`.
 fn stream_rows(
-    log: &StreamLog,
+    log: &ChangeLog,
     batch: repr::ChangeBatch,
     schema: &SchemaRef,
 ) -> datafusion::error::Result<RecordBatch> {
@@ -209,7 +212,7 @@ impl Coordinator {
         &self,
         time: Timestamp,
         streamed: &[StreamedRows],
-    ) -> Result<Vec<(GlobalId, StreamAppend)>, CoordError> {
+    ) -> Result<Vec<(GlobalId, LogAppend)>, CoordError> {
         if streamed.is_empty() {
             return Ok(Vec::new());
         }
@@ -231,7 +234,7 @@ impl Coordinator {
         let appended = tokio::task::spawn_blocking(move || {
             let mut done = Vec::with_capacity(work.len());
             for (log, batch) in work {
-                match log.append(&batch) {
+                match log.append(std::slice::from_ref(&batch)) {
                     Ok(append) => done.push((log.id(), append)),
                     Err(e) => return Err((done, e)),
                 }

@@ -40,7 +40,7 @@ use crate::subscribe_statements::{Subscribe, SubscribeTarget};
 pub const MAX_QUEUED_ROWS: usize = 1 << 20;
 
 /// Batches handed from the forwarder to the subscriber at a time.
-const HANDOFF_BATCHES: usize = 16;
+pub(crate) const HANDOFF_BATCHES: usize = 16;
 
 /// A running subscription, as its subscriber sees it.
 #[derive(Debug)]
@@ -67,13 +67,29 @@ impl Subscription {
 }
 
 /// How one subscription's output is shaped.
-struct OutputShape {
-    schema: SchemaRef,
+pub(crate) struct OutputShape {
+    pub schema: SchemaRef,
     /// Decodes the query's rows.
-    codec: RowCodec,
-    as_of: Timestamp,
-    snapshot: bool,
-    progress: bool,
+    pub codec: RowCodec,
+    /// The snapshot's time: changes at or before it are the snapshot.
+    pub as_of: Timestamp,
+    pub snapshot: bool,
+    pub progress: bool,
+}
+
+impl Subscription {
+    /// A subscription whose batches arrive on `batches`.
+    pub(crate) fn new(
+        schema: SchemaRef,
+        as_of: Timestamp,
+        batches: mpsc::Receiver<Result<RecordBatch, CoordError>>,
+    ) -> Self {
+        Self {
+            schema,
+            as_of,
+            batches,
+        }
+    }
 }
 
 impl Coordinator {
@@ -83,6 +99,9 @@ impl Coordinator {
         session: &mut Session,
         subscribe: &Subscribe,
     ) -> Result<Subscription, CoordError> {
+        if let Some(durable) = self.durable_subscription_named(session, subscribe)? {
+            return self.subscribe_durable(durable, subscribe).await;
+        }
         let plan = self.plan_subscription(session, subscribe).await?;
         let query_schema = plan.schema().clone();
         let codec = RowCodec::new(query_schema.clone())
@@ -130,12 +149,15 @@ impl Coordinator {
         session: &mut Session,
         subscribe: &Subscribe,
     ) -> Result<SchemaRef, CoordError> {
+        if let Some(durable) = self.durable_subscription_named(session, subscribe)? {
+            return Ok(output_schema(&durable.query_schema, subscribe.progress));
+        }
         let plan = self.plan_subscription(session, subscribe).await?;
         Ok(output_schema(plan.schema(), subscribe.progress))
     }
 
     /// The dataflow plan of what `subscribe` watches.
-    async fn plan_subscription(
+    pub(crate) async fn plan_subscription(
         &self,
         session: &mut Session,
         subscribe: &Subscribe,
@@ -172,7 +194,7 @@ impl Coordinator {
     }
 
     /// The time an `AS OF` expression names (a number of milliseconds, as `_timestamp`).
-    async fn evaluate_as_of(&self, expr: &Expr) -> Result<Timestamp, CoordError> {
+    pub(crate) async fn evaluate_as_of(&self, expr: &Expr) -> Result<Timestamp, CoordError> {
         let query = format!("SELECT CAST(({expr}) AS BIGINT)");
         let statement = crate::coordinator::parse(&query)?
             .pop()
@@ -194,10 +216,10 @@ impl Coordinator {
     }
 }
 
-/// Drops the subscription's dataflow when the forwarder ends.
-struct DataflowGuard {
-    compute: Arc<ComputeController>,
-    id: GlobalId,
+/// Drops a subscription's dataflow when it is dropped.
+pub(crate) struct DataflowGuard {
+    pub compute: Arc<ComputeController>,
+    pub id: GlobalId,
 }
 
 impl Drop for DataflowGuard {
@@ -253,7 +275,7 @@ async fn forward(
 
 impl OutputShape {
     /// The output rows of the times `progress` closed, and its progress row.
-    fn batches(
+    pub(crate) fn batches(
         &self,
         progress: compute::SubscriptionProgress,
     ) -> Result<Vec<RecordBatch>, CoordError> {
@@ -275,7 +297,11 @@ impl OutputShape {
     }
 
     /// The rows of the changes at `time`.
-    fn changes(&self, time: Timestamp, updates: &[(Row, Diff)]) -> Result<RecordBatch, CoordError> {
+    pub(crate) fn changes(
+        &self,
+        time: Timestamp,
+        updates: &[(Row, Diff)],
+    ) -> Result<RecordBatch, CoordError> {
         let rows = self
             .codec
             .decode(updates.iter().map(|(row, _)| row))
@@ -293,7 +319,7 @@ impl OutputShape {
     }
 
     /// A row saying every time before `upper` is complete.
-    fn progress_row(&self, upper: Timestamp) -> Result<RecordBatch, CoordError> {
+    pub(crate) fn progress_row(&self, upper: Timestamp) -> Result<RecordBatch, CoordError> {
         let mut columns = vec![
             timestamp_column(upper, 1)?,
             Arc::new(BooleanArray::from(vec![true])) as ArrayRef,
@@ -323,7 +349,7 @@ fn timestamp_column(time: Timestamp, count: usize) -> Result<ArrayRef, CoordErro
 
 /// `_timestamp`, [`_progressed`], `_diff`, then the query's columns (nullable: progress rows
 /// have none).
-fn output_schema(query: &SchemaRef, progress: bool) -> SchemaRef {
+pub(crate) fn output_schema(query: &SchemaRef, progress: bool) -> SchemaRef {
     let mut fields = vec![Field::new("_timestamp", timestamp_type(), false)];
     if progress {
         fields.push(Field::new("_progressed", DataType::Boolean, false));

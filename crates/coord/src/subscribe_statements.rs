@@ -8,6 +8,8 @@
 //! DECLARE name [NO SCROLL] CURSOR [WITHOUT HOLD] FOR SUBSCRIBE …;
 //! FETCH [NEXT | ALL | FORWARD [count | ALL] | count] [FROM | IN] name
 //!   [WITH (timeout = 'interval')];
+//! CREATE SUBSCRIPTION [IF NOT EXISTS] name FROM object [WITH (retention = 'interval')];
+//! DROP SUBSCRIPTION [IF EXISTS] name [, …];
 //! ```
 
 use std::fmt;
@@ -44,6 +46,22 @@ pub enum SubscribeTarget {
     Query(Box<Query>),
 }
 
+/// `CREATE SUBSCRIPTION`: a durable subscription, whose changes are kept for `retention`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSubscription {
+    /// The subscription's name.
+    pub name: ObjectName,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    /// What it watches.
+    pub from: ObjectName,
+    /// How long changes are kept (`WITH (retention = '…')`, default one day).
+    pub retention: Duration,
+}
+
+/// How long a durable subscription keeps its changes when `retention` is not given.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
 /// One of the statements this module parses.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum SubscribeStatement {
@@ -58,6 +76,13 @@ pub(crate) enum SubscribeStatement {
     Declare { name: Ident, subscribe: Subscribe },
     /// A forward `FETCH` (`FROM` may be left out, as in Postgres).
     Fetch(Box<Statement>),
+    /// `CREATE SUBSCRIPTION`.
+    Create(CreateSubscription),
+    /// `DROP SUBSCRIPTION [IF EXISTS] names`.
+    Drop {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
     /// `FETCH … WITH (timeout = '…')`: the FETCH (sqlparser's) and how long it may wait.
     FetchWithTimeout {
         fetch: Box<Statement>,
@@ -65,52 +90,83 @@ pub(crate) enum SubscribeStatement {
     },
 }
 
+/// What a speculative parse fails with when the statement is not one of this module's.
+const NOT_OURS: &str = "not a statement of subscribe_statements";
+
 /// Parses the statement at the parser's position if it is one of this module's; `Ok(None)`
 /// (with nothing consumed) otherwise.
 pub(crate) fn parse_subscribe_statement(
     parser: &mut Parser,
 ) -> Result<Option<SubscribeStatement>, ParserError> {
-    if parse_word(parser, "SUBSCRIBE") {
-        return parse_subscribe(parser).map(|s| Some(SubscribeStatement::Subscribe(s)));
+    // `try_parse` puts the parser back where it was when the closure fails.
+    match parser.try_parse(parse_own_statement) {
+        Ok(statement) => Ok(Some(statement)),
+        Err(ParserError::ParserError(message)) if message == NOT_OURS => Ok(None),
+        Err(e) => Err(e),
     }
-    let start = parser.index();
+}
+
+fn not_ours<T>() -> Result<T, ParserError> {
+    Err(ParserError::ParserError(NOT_OURS.into()))
+}
+
+/// One of this module's statements, or the [`NOT_OURS`] error.
+fn parse_own_statement(parser: &mut Parser) -> Result<SubscribeStatement, ParserError> {
+    if parse_word(parser, "SUBSCRIBE") {
+        return parse_subscribe(parser).map(SubscribeStatement::Subscribe);
+    }
     if parser.parse_keyword(Keyword::COPY) {
-        if parser.consume_token(&Token::LParen) && parse_word(parser, "SUBSCRIBE") {
-            let subscribe = parse_subscribe(parser)?;
-            parser.expect_token(&Token::RParen)?;
-            parser.expect_keyword(Keyword::TO)?;
-            if !parse_word(parser, "STDOUT") {
-                return parser.expected(
-                    "STDOUT (a subscription is only copied out)",
-                    parser.peek_token(),
-                );
-            }
-            let options = if parser.parse_keyword(Keyword::WITH)
-                || parser.peek_token().token == Token::LParen
-            {
+        if !(parser.consume_token(&Token::LParen) && parse_word(parser, "SUBSCRIBE")) {
+            return not_ours();
+        }
+        let subscribe = parse_subscribe(parser)?;
+        parser.expect_token(&Token::RParen)?;
+        parser.expect_keyword(Keyword::TO)?;
+        if !parse_word(parser, "STDOUT") {
+            return parser.expected(
+                "STDOUT (a subscription is only copied out)",
+                parser.peek_token(),
+            );
+        }
+        let options =
+            if parser.parse_keyword(Keyword::WITH) || parser.peek_token().token == Token::LParen {
                 parse_copy_options(parser)?
             } else {
                 Vec::new()
             };
-            return Ok(Some(SubscribeStatement::Copy { subscribe, options }));
-        }
-    } else if parser.parse_keyword(Keyword::DECLARE) {
+        return Ok(SubscribeStatement::Copy { subscribe, options });
+    }
+    if parser.parse_keyword(Keyword::DECLARE) {
         let name = parser.parse_identifier()?;
         let _ = parser.parse_keywords(&[Keyword::NO, Keyword::SCROLL]);
-        if parser.parse_keyword(Keyword::CURSOR) {
-            let _ = parser.parse_keywords(&[Keyword::WITHOUT, Keyword::HOLD]);
-            if parser.parse_keyword(Keyword::FOR) && parse_word(parser, "SUBSCRIBE") {
-                let subscribe = parse_subscribe(parser)?;
-                return Ok(Some(SubscribeStatement::Declare { name, subscribe }));
-            }
+        if !parser.parse_keyword(Keyword::CURSOR) {
+            return not_ours();
         }
-    } else if parser.parse_keyword(Keyword::FETCH) {
-        if let Some(direction) = parse_forward_direction(parser)? {
-            return parse_fetch(parser, direction).map(Some);
+        let _ = parser.parse_keywords(&[Keyword::WITHOUT, Keyword::HOLD]);
+        if !(parser.parse_keyword(Keyword::FOR) && parse_word(parser, "SUBSCRIBE")) {
+            return not_ours();
         }
+        let subscribe = parse_subscribe(parser)?;
+        return Ok(SubscribeStatement::Declare { name, subscribe });
     }
-    rewind(parser, start);
-    Ok(None)
+    if parser.parse_keyword(Keyword::FETCH) {
+        return match parse_forward_direction(parser)? {
+            Some(direction) => parse_fetch(parser, direction),
+            None => not_ours(),
+        };
+    }
+    if parser.parse_keyword(Keyword::CREATE) {
+        if !parse_word(parser, "SUBSCRIPTION") {
+            return not_ours();
+        }
+        return parse_create_subscription(parser).map(SubscribeStatement::Create);
+    }
+    if parser.parse_keyword(Keyword::DROP) && parse_word(parser, "SUBSCRIPTION") {
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let names = parser.parse_comma_separated(|p| p.parse_object_name(false))?;
+        return Ok(SubscribeStatement::Drop { names, if_exists });
+    }
+    not_ours()
 }
 
 /// The direction of a FETCH that moves forward (`NEXT`, `ALL`, `FORWARD [n | ALL]`, `n`, or
@@ -189,11 +245,33 @@ fn parse_fetch(
     })
 }
 
-/// Moves the parser back to token `index`.
-fn rewind(parser: &mut Parser, index: usize) {
-    while parser.index() > index {
-        parser.prev_token();
+/// What follows `CREATE SUBSCRIPTION`.
+fn parse_create_subscription(parser: &mut Parser) -> Result<CreateSubscription, ParserError> {
+    let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    parser.expect_keyword(Keyword::FROM)?;
+    let from = parser.parse_object_name(false)?;
+    let mut retention = DEFAULT_RETENTION;
+    if parser.parse_keyword(Keyword::WITH) {
+        parser.expect_token(&Token::LParen)?;
+        if !parse_word(parser, "RETENTION") {
+            return parser.expected(
+                "retention (the only subscription option)",
+                parser.peek_token(),
+            );
+        }
+        parser.expect_token(&Token::Eq)?;
+        let text = parse_option_value(parser)?;
+        parser.expect_token(&Token::RParen)?;
+        retention = parse_timeout(&text)
+            .ok_or_else(|| ParserError::ParserError(format!("invalid retention \"{text}\"")))?;
     }
+    Ok(CreateSubscription {
+        name,
+        if_not_exists,
+        from,
+        retention,
+    })
 }
 
 /// What follows `SUBSCRIBE`.
@@ -266,7 +344,7 @@ fn parse_copy_options(parser: &mut Parser) -> Result<Vec<(String, String)>, Pars
     Ok(options)
 }
 
-/// A timeout: `'1s'`, `'250ms'`, `'2 seconds'`, `'0'`; a bare number is seconds.
+/// A duration: `'1s'`, `'250ms'`, `'2 seconds'`, `'1 day'`, `'0'`; a bare number is seconds.
 pub(crate) fn parse_timeout(text: &str) -> Option<Duration> {
     let text = text.trim().to_lowercase();
     let split = text
@@ -279,9 +357,22 @@ pub(crate) fn parse_timeout(text: &str) -> Option<Duration> {
         "ms" | "millisecond" | "milliseconds" => number / 1000.0,
         "min" | "mins" | "minute" | "minutes" => number * 60.0,
         "h" | "hour" | "hours" => number * 3600.0,
+        "d" | "day" | "days" => number * 86400.0,
         _ => return None,
     };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+impl fmt::Display for CreateSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE SUBSCRIPTION {} FROM {} WITH (retention = '{}ms')",
+            self.name,
+            self.from,
+            self.retention.as_millis()
+        )
+    }
 }
 
 impl fmt::Display for Subscribe {
@@ -414,6 +505,41 @@ mod tests {
     }
 
     #[test]
+    fn create_and_drop_subscription() {
+        match parse("CREATE SUBSCRIPTION s FROM mv WITH (retention = '2 hours')") {
+            Some(SubscribeStatement::Create(create)) => {
+                assert_eq!(create.retention, Duration::from_secs(7200));
+                assert_eq!(
+                    create.to_string(),
+                    "CREATE SUBSCRIPTION s FROM mv WITH (retention = '7200000ms')"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse("CREATE SUBSCRIPTION IF NOT EXISTS s FROM mv") {
+            Some(SubscribeStatement::Create(create)) => {
+                assert!(create.if_not_exists);
+                assert_eq!(create.retention, DEFAULT_RETENTION);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse("DROP SUBSCRIPTION IF EXISTS a, b"),
+            Some(SubscribeStatement::Drop { if_exists: true, ref names }) if names.len() == 2
+        ));
+        for sql in ["CREATE TABLE t (a INT)", "DROP TABLE t"] {
+            let dialect = PostgreSqlDialect {};
+            let mut parser = Parser::new(&dialect).try_with_sql(sql).unwrap();
+            assert_eq!(
+                parse_subscribe_statement(&mut parser).unwrap(),
+                None,
+                "{sql}"
+            );
+            assert!(parser.parse_statement().is_ok(), "{sql} parses after");
+        }
+    }
+
+    #[test]
     fn timeouts_read_like_intervals() {
         assert_eq!(parse_timeout("0"), Some(Duration::ZERO));
         assert_eq!(parse_timeout("250ms"), Some(Duration::from_millis(250)));
@@ -421,5 +547,7 @@ mod tests {
         assert_eq!(parse_timeout("1 minute"), Some(Duration::from_secs(60)));
         assert_eq!(parse_timeout("-1s"), None);
         assert_eq!(parse_timeout("soon"), None);
+        assert_eq!(parse_timeout("1e400 days"), None);
+        assert_eq!(parse_timeout("99999999999999999999999 days"), None);
     }
 }

@@ -41,6 +41,8 @@ pub enum ItemKind {
     Source,
     /// An export to the outside world.
     Sink,
+    /// A durable subscription: a view's changes, kept for a while (`CREATE SUBSCRIPTION`).
+    Subscription,
     /// A namespace for the other items (`CREATE SCHEMA`).
     Schema,
 }

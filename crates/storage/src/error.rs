@@ -80,12 +80,12 @@ pub enum StorageError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A stream log does not hold what the WAL committed for it, or holds bytes that are not
+    /// A change log does not hold what the WAL committed for it, or holds bytes that are not
     /// its records: a bug or damage, never a crash artefact (appends are fsynced before the
-    /// WAL commits them).
-    #[error("stream log {} is corrupt: {reason}", path.display())]
-    CorruptStreamLog {
-        /// The stream log's file.
+    /// WAL commits them, and a torn tail is cut when a log is opened).
+    #[error("change log {} is corrupt: {reason}", path.display())]
+    CorruptChangeLog {
+        /// The log's file.
         path: PathBuf,
         /// What is wrong with it.
         reason: String,

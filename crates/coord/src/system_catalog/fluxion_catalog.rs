@@ -13,6 +13,7 @@ use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
 
 use crate::catalog::Catalog;
+use crate::durable_subscriptions::DurableSubscriptions;
 use crate::sources::{
     source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS_NAME,
 };
@@ -24,6 +25,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("sources", sources_schema()),
         ("source_stats", source_stats_schema()),
         (SOURCE_ERRORS_NAME, source_errors_schema()),
+        ("subscriptions", subscriptions_schema()),
     ]
 }
 
@@ -69,6 +71,22 @@ fn source_stats_schema() -> SchemaRef {
     ]))
 }
 
+/// `subscriptions`: one row per durable subscription.
+fn subscriptions_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("subscription_name", DataType::Utf8, false),
+        Field::new("from_name", DataType::Utf8, false),
+        Field::new("retention_ms", DataType::UInt64, false),
+        Field::new("position", DataType::UInt64, false),
+        Field::new("earliest", DataType::UInt64, true),
+        Field::new("lag_ms", DataType::UInt64, true),
+        Field::new("log_bytes", DataType::UInt64, false),
+        Field::new("subscribers", DataType::UInt64, false),
+        Field::new("failure", DataType::Utf8, true),
+    ]))
+}
+
 /// `view_errors (view_name, rows_left_out, failures, last_error)`.
 fn view_errors_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -85,6 +103,7 @@ pub(crate) struct SystemSchema {
     catalog: Arc<RwLock<Catalog>>,
     compute: Arc<ComputeController>,
     sources: Arc<SourceRegistry>,
+    subscriptions: Arc<DurableSubscriptions>,
 }
 
 impl SystemSchema {
@@ -92,8 +111,10 @@ impl SystemSchema {
         catalog: Arc<RwLock<Catalog>>,
         compute: Arc<ComputeController>,
         sources: Arc<SourceRegistry>,
+        subscriptions: Arc<DurableSubscriptions>,
     ) -> Self {
         Self {
+            subscriptions,
             catalog,
             compute,
             sources,
@@ -191,6 +212,63 @@ impl SystemSchema {
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
+    /// `subscriptions`: each durable subscription's log: `position` (every change before it is
+    /// logged), `earliest` (the oldest `AS OF` it serves; NULL and `lag_ms` NULL until the
+    /// first changes are logged), how far `position` trails the clock,
+    /// its size, the subscribers reading it, and why it stopped, if it did.
+    fn subscriptions(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = subscriptions_schema();
+        let statuses = self.subscriptions.snapshot();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let name_of = |id| {
+            catalog
+                .get(id)
+                .map(|item| (item.schema.clone(), item.name.clone()))
+                .unwrap_or_else(|| (String::new(), id.to_string()))
+        };
+        let names: Vec<(String, String)> = statuses.iter().map(|s| name_of(s.id)).collect();
+        let from: Vec<String> = statuses
+            .iter()
+            .map(|s| {
+                let from = catalog.get(s.id).and_then(|item| match item.details {
+                    crate::catalog::ItemDetails::Subscription { from, .. } => Some(from),
+                    _ => None,
+                });
+                from.map(|id| name_of(id).1).unwrap_or_default()
+            })
+            .collect();
+        let now = crate::timestamps::wall_clock_ms();
+        let column = |f: &dyn Fn(&crate::durable_subscriptions::SubscriptionStatus) -> u64| {
+            Arc::new(UInt64Array::from_iter_values(statuses.iter().map(f)))
+        };
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.0))),
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.1))),
+                Arc::new(StringArray::from_iter_values(from)),
+                column(&|s| s.retention.as_millis() as u64),
+                column(&|s| s.upper),
+                Arc::new(UInt64Array::from_iter(
+                    statuses
+                        .iter()
+                        .map(|s| (s.earliest > 0).then_some(s.earliest)),
+                )),
+                Arc::new(UInt64Array::from_iter(
+                    statuses
+                        .iter()
+                        .map(|s| (s.earliest > 0).then(|| now.saturating_sub(s.upper))),
+                )),
+                column(&|s| s.log_bytes),
+                column(&|s| s.subscribers as u64),
+                Arc::new(StringArray::from_iter(
+                    statuses.iter().map(|s| s.failure.clone()),
+                )),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
@@ -235,6 +313,7 @@ impl SchemaProvider for SystemSchema {
             "view_errors" => self.view_errors().map(Some),
             "sources" => self.sources().map(Some),
             "source_stats" => self.source_stats().map(Some),
+            "subscriptions" => self.subscriptions().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),

@@ -276,7 +276,8 @@ impl CatalogSnapshot {
                 self.add_user_index(catalog, item, *on, namespace_oid);
                 return;
             }
-            (ItemDetails::Schema, _) => return,
+            // Not relations: PostgreSQL has no such objects in pg_class.
+            (ItemDetails::Schema | ItemDetails::Subscription { .. }, _) => return,
         };
         let defaults = if kind == 'r' {
             column_defaults(&item.create_sql)

@@ -41,7 +41,7 @@ pub struct WalRecord {
     /// neither loses nor repeats what a source delivered.
     pub progress: Vec<(GlobalId, String)>,
     /// The durable length of each stream log this record's commit appended to (see
-    /// [`crate::StreamLog`]): the record is the commit point of those appends, so after a
+    /// [`crate::ChangeLog`]): the record is the commit point of those appends, so after a
     /// crash each stream log is cut back to the last length the log holds for it.
     pub stream_ends: Vec<(GlobalId, u64)>,
 }

@@ -9,7 +9,7 @@
 //! checksum is bad and reports where, so recovery can cut the file there.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use repr::Timestamp;
@@ -70,16 +70,25 @@ impl FrameReader {
     /// Opens `path` for reading its first `len_bytes` bytes (fewer if the file is shorter):
     /// bytes appended after them are not read, even if they are there by then.
     pub(crate) fn open_prefix(path: &Path, len_bytes: u64) -> Result<Self, StorageError> {
-        let file = File::open(path).map_err(|e| StorageError::io(path, e))?;
+        Self::open_range(path, 0, len_bytes)
+    }
+
+    /// Opens `path` for reading the frames from byte `start` (a frame boundary) up to byte
+    /// `end` (fewer if the file is shorter).
+    pub(crate) fn open_range(path: &Path, start: u64, end: u64) -> Result<Self, StorageError> {
+        let mut file = File::open(path).map_err(|e| StorageError::io(path, e))?;
         let file_len = file
             .metadata()
             .map_err(|e| StorageError::io(path, e))?
             .len()
-            .min(len_bytes);
+            .min(end);
+        let offset = start.min(file_len);
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| StorageError::io(path, e))?;
         Ok(FrameReader {
             path: path.to_owned(),
             reader: BufReader::with_capacity(1 << 20, file),
-            offset: 0,
+            offset,
             file_len,
         })
     }
@@ -87,6 +96,11 @@ impl FrameReader {
     /// The length read: the file's length when it was opened, or the prefix asked for.
     pub(super) fn file_len(&self) -> u64 {
         self.file_len
+    }
+
+    /// The offset of the next frame (after the last one read).
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
     }
 
     /// Reads the next frame. After `End` or `Torn` there is nothing more to read.
