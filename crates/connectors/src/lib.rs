@@ -1,5 +1,6 @@
-//! Sources: the outside world turned into batches of rows, each with the position to resume
-//! after it.
+//! Sources and sinks: the outside world turned into batches of rows, each with the position
+//! to resume after it; and a relation's changes delivered to the outside world exactly once
+//! ([`SinkConnection`]: files, Kafka, PostgreSQL).
 //!
 //! A connector (`counter`, `nexmark`, `datagen`, `file`, `kafka`, `postgres-cdc`, …) is opened from the
 //! options of its `CREATE SOURCE` statement and a resume position, and is read one batch at
@@ -10,11 +11,13 @@
 //! the coordinator needs besides reading: an upstream table's columns and dropping the
 //! replication slot.
 //!
-//! This crate knows nothing of SQL, dataflows or the log: it produces Arrow batches.
+//! This crate knows nothing of SQL, dataflows or the log: it produces and consumes Arrow
+//! batches.
 
 #![warn(missing_docs)]
 
 mod decode;
+mod duration;
 mod error;
 mod file;
 mod format;
@@ -24,6 +27,7 @@ mod options;
 mod pacing;
 pub mod postgres_cdc;
 mod runtime;
+mod sink;
 mod source;
 mod webhook;
 
@@ -31,6 +35,7 @@ pub use decode::{Decoded, Decoder, RawRecord};
 pub use error::ConnectorError;
 pub use format::{Encoding, Envelope, Format, Include, Metadata};
 pub use options::SourceOptions;
+pub use sink::{check_sink_options, open_sink, KeyedChange, SinkConnection, SinkSpec};
 pub use source::{
     open_source, source_schema, BadRecord, Change, DurablePosition, OpenedSource, OutputChange,
     SourceBatch, SourceContext, SourceOutput, SourceReader,

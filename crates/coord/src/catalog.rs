@@ -43,6 +43,8 @@ pub(crate) enum ItemDetails {
     Schema,
     /// A durable subscription to `from` (its log is in `durable_subscriptions`).
     Subscription { from: GlobalId },
+    /// A sink delivering the changes of `from` (see `sinks`).
+    Sink { from: GlobalId },
 }
 
 impl Item {
@@ -59,9 +61,10 @@ impl Item {
         match &self.details {
             ItemDetails::Relation(relation) => Some(relation.clone()),
             ItemDetails::View(view) => Some(view.clone()),
-            ItemDetails::Index { .. } | ItemDetails::Schema | ItemDetails::Subscription { .. } => {
-                None
-            }
+            ItemDetails::Index { .. }
+            | ItemDetails::Schema
+            | ItemDetails::Subscription { .. }
+            | ItemDetails::Sink { .. } => None,
         }
     }
 
@@ -247,6 +250,7 @@ impl CatalogProviderImpl {
         compute: Arc<compute::ComputeController>,
         sources: Arc<crate::sources::SourceRegistry>,
         subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
+        sinks: Arc<crate::sinks::Sinks>,
     ) -> Self {
         Self {
             pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),
@@ -256,6 +260,7 @@ impl CatalogProviderImpl {
                 compute,
                 sources,
                 subscriptions,
+                sinks,
             )),
             catalog,
         }
@@ -323,7 +328,8 @@ impl SchemaProvider for UserSchema {
                 ItemDetails::Relation(_) => Some(TableType::Base),
                 ItemDetails::Index { .. }
                 | ItemDetails::Schema
-                | ItemDetails::Subscription { .. } => None,
+                | ItemDetails::Subscription { .. }
+                | ItemDetails::Sink { .. } => None,
             }))
     }
 

@@ -206,10 +206,7 @@ impl Coordinator {
     }
 
     async fn tick_if_idle(&self) -> Result<(), CoordError> {
-        let idle = |this: &Self| {
-            crate::timestamps::wall_clock_ms().saturating_sub(this.oracle.read_time())
-                >= IDLE_TICK.as_millis() as Timestamp
-        };
+        let idle = |this: &Self| this.oracle.idle_ms() >= IDLE_TICK.as_millis() as Timestamp;
         if !idle(self) {
             return Ok(());
         }

@@ -62,6 +62,8 @@ pub struct Coordinator {
     pub(crate) streams: Arc<crate::streams::Streams>,
     /// The durable subscriptions and their logs.
     pub(crate) subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
+    /// The sinks, their logs and their delivery.
+    pub(crate) sinks: Arc<crate::sinks::Sinks>,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
@@ -93,12 +95,15 @@ impl Coordinator {
         let sources = Arc::new(crate::sources::SourceRegistry::default());
         let subscriptions = Arc::new(crate::durable_subscriptions::DurableSubscriptions::new(
             config.data_dir.join("subscriptions"),
+            "subscription",
         ));
+        let sinks = Arc::new(crate::sinks::Sinks::new(config.data_dir.join("sinks")));
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             compute.clone(),
             sources.clone(),
             subscriptions.clone(),
+            sinks.clone(),
         )));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
@@ -122,6 +127,7 @@ impl Coordinator {
                 config.data_dir.join("streams"),
             )),
             subscriptions: subscriptions.clone(),
+            sinks,
             next_transient_id: AtomicU64::new(0),
             this: OnceLock::new(),
         });
@@ -190,6 +196,11 @@ impl Coordinator {
             }
             crate::Statement::CreateSubscription(create) => {
                 self.create_subscription(session, create).await
+            }
+            crate::Statement::CreateSink(create) => self.create_sink(session, create).await,
+            crate::Statement::DropSink { names, if_exists } => {
+                self.drop_items(session, storage::ItemKind::Sink, if_exists, names, false)
+                    .await
             }
             crate::Statement::DropSubscription { names, if_exists } => {
                 self.drop_items(

@@ -873,6 +873,9 @@ impl Coordinator {
         if item.kind == ItemKind::Subscription {
             self.subscriptions.remove(id);
         }
+        if item.kind == ItemKind::Sink {
+            self.sinks.remove(id);
+        }
         if matches!(
             item.kind,
             ItemKind::Table | ItemKind::Source | ItemKind::MaterializedView | ItemKind::Index

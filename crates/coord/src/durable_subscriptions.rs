@@ -23,6 +23,7 @@ use std::time::Duration;
 use compute::SubscriptionUpdates;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::ObjectName;
 use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
 use storage::{CatalogOp, ChangeLog, ItemKind};
 use tokio::sync::{mpsc, watch};
@@ -37,13 +38,12 @@ use crate::subscribe::{output_schema, DataflowGuard, OutputShape, Subscription, 
 use crate::subscribe_statements::{CreateSubscription, Subscribe, SubscribeTarget};
 use crate::timestamps::wall_clock_ms;
 
-/// What the subscription logs' files are called (`subscription-<id>.log`).
-const LOG_KIND: &str = "subscription";
-
-/// The running durable subscriptions.
+/// The running durable subscriptions (or sinks' change logs: see [`crate::sinks`]).
 #[derive(Debug)]
 pub(crate) struct DurableSubscriptions {
     dir: PathBuf,
+    /// What the logs' files are called (`<kind>-<id>.log`).
+    kind: &'static str,
     running: Mutex<HashMap<GlobalId, Arc<SubscriptionLog>>>,
 }
 
@@ -56,6 +56,8 @@ pub(crate) struct SubscriptionLog {
     upper: watch::Sender<Timestamp>,
     /// The earliest start (`AS OF`) the log still serves exactly.
     earliest: AtomicU64,
+    /// History from this time on is never folded, whatever the retention (a sink's position).
+    fold_hold: AtomicU64,
     pub retention: Duration,
     /// The object's columns.
     pub query_schema: SchemaRef,
@@ -64,22 +66,23 @@ pub(crate) struct SubscriptionLog {
 }
 
 impl DurableSubscriptions {
-    /// No subscriptions yet; their logs live in `dir`.
-    pub fn new(dir: PathBuf) -> Self {
+    /// No subscriptions yet; their logs live in `dir`, named after `kind`.
+    pub fn new(dir: PathBuf, kind: &'static str) -> Self {
         Self {
             dir,
+            kind,
             running: Mutex::new(HashMap::new()),
         }
     }
 
-    fn get(&self, id: GlobalId) -> Option<Arc<SubscriptionLog>> {
+    pub(crate) fn get(&self, id: GlobalId) -> Option<Arc<SubscriptionLog>> {
         self.lock().get(&id).cloned()
     }
 
     /// Stops subscription `id`'s logger and deletes its log (it was dropped).
     pub fn remove(&self, id: GlobalId) {
         if self.lock().remove(&id).is_some() {
-            if let Err(e) = ChangeLog::delete(&self.dir, LOG_KIND, id) {
+            if let Err(e) = ChangeLog::delete(&self.dir, self.kind, id) {
                 tracing::warn!(subscription = %id, error = %e, "could not delete a dropped subscription's log");
             }
         }
@@ -88,9 +91,9 @@ impl DurableSubscriptions {
     /// Deletes the logs that belong to no subscription (a crash between a drop and the
     /// deletion).
     pub fn remove_orphans(&self) -> Result<(), CoordError> {
-        for id in ChangeLog::list(&self.dir, LOG_KIND)? {
+        for id in ChangeLog::list(&self.dir, self.kind)? {
             if !self.lock().contains_key(&id) {
-                ChangeLog::delete(&self.dir, LOG_KIND, id)?;
+                ChangeLog::delete(&self.dir, self.kind, id)?;
             }
         }
         Ok(())
@@ -108,18 +111,16 @@ impl DurableSubscriptions {
                 retention: log.retention,
                 log_bytes: log.log.len_bytes(),
                 subscribers: log.upper.receiver_count(),
-                failure: log
-                    .failure
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone(),
+                failure: log.failure(),
             })
             .collect();
         statuses.sort_by_key(|s| s.id);
         statuses
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<GlobalId, Arc<SubscriptionLog>>> {
+    pub(crate) fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<GlobalId, Arc<SubscriptionLog>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -202,8 +203,22 @@ impl Coordinator {
                 depends_on: vec![from],
                 details: ItemDetails::Subscription { from },
             });
+        self.start_logger(&self.subscriptions, id, &create.from, create.retention)
+            .await
+            .map(drop)
+    }
+
+    /// Starts logging the changes of `from` to log `id` of `registry`, from its current
+    /// contents (reconciled with what the log already holds), keeping `retention` of history.
+    pub(crate) async fn start_logger(
+        &self,
+        registry: &Arc<DurableSubscriptions>,
+        id: GlobalId,
+        from: &ObjectName,
+        retention: Duration,
+    ) -> Result<Arc<SubscriptionLog>, CoordError> {
         let target = Subscribe {
-            target: SubscribeTarget::Object(create.from.clone()),
+            target: SubscribeTarget::Object(from.clone()),
             snapshot: true,
             progress: false,
             as_of: None,
@@ -214,11 +229,11 @@ impl Coordinator {
         let query_schema = plan.schema().clone();
         let codec = RowCodec::new(query_schema.clone())
             .map_err(|e| CoordError::Unsupported(e.to_string()))?;
-        let dir = self.subscriptions.dir.clone();
-        let log =
-            tokio::task::spawn_blocking(move || ChangeLog::open_recovering(&dir, LOG_KIND, id))
-                .await
-                .map_err(|e| CoordError::Internal(format!("opening a subscription log: {e}")))??;
+        let dir = registry.dir.clone();
+        let kind = registry.kind;
+        let log = tokio::task::spawn_blocking(move || ChangeLog::open_recovering(&dir, kind, id))
+            .await
+            .map_err(|e| CoordError::Internal(format!("opening a subscription log: {e}")))??;
         let logged = logged_state(&log, &codec)?;
         let as_of = self.oracle.read_time();
         let dataflow = GlobalId::transient(self.next_transient_id.fetch_add(1, Ordering::Relaxed));
@@ -235,20 +250,21 @@ impl Coordinator {
             log,
             upper,
             earliest: AtomicU64::new(logged.earliest),
-            retention: create.retention,
+            fold_hold: AtomicU64::new(Timestamp::MAX),
+            retention,
             query_schema,
             failure: Mutex::new(None),
         });
-        self.subscriptions.lock().insert(id, subscription.clone());
+        registry.lock().insert(id, subscription.clone());
         let logger = Logger {
-            subscription,
+            subscription: subscription.clone(),
             codec,
             as_of,
             previous: Some(logged.state),
             last_compaction: wall_clock_ms(),
         };
-        tokio::spawn(logger.run(updates, guard, Arc::downgrade(&self.subscriptions)));
-        Ok(())
+        tokio::spawn(logger.run(updates, guard, Arc::downgrade(registry)));
+        Ok(subscription)
     }
 
     /// The durable subscription a SUBSCRIBE names, if it names one.
@@ -323,6 +339,31 @@ impl Coordinator {
                 .await?;
         }
         self.subscriptions.remove_orphans()
+    }
+}
+
+impl SubscriptionLog {
+    /// The change log.
+    pub(crate) fn log(&self) -> &ChangeLog {
+        &self.log
+    }
+
+    /// Follows the log's `upper`: every change before it is in the log.
+    pub(crate) fn uppers(&self) -> watch::Receiver<Timestamp> {
+        self.upper.subscribe()
+    }
+
+    /// Keeps history from `time` on unfolded, whatever the retention.
+    pub(crate) fn hold_history_from(&self, time: Timestamp) {
+        self.fold_hold.store(time, Ordering::Release);
+    }
+
+    /// Why the logger stopped, if it did.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -502,7 +543,9 @@ impl Logger {
 /// Folds the log's changes older than the retention into one batch, if there are any.
 fn fold_history(subscription: &SubscriptionLog) -> Result<(), CoordError> {
     let retention_ms = subscription.retention.as_millis() as Timestamp;
-    let boundary = wall_clock_ms().saturating_sub(retention_ms);
+    let boundary = wall_clock_ms()
+        .saturating_sub(retention_ms)
+        .min(subscription.fold_hold.load(Ordering::Acquire));
     if subscription.earliest.load(Ordering::Acquire) >= boundary {
         return Ok(());
     }

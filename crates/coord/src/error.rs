@@ -137,6 +137,9 @@ pub enum CoordError {
         /// The rows that were waiting.
         queued_rows: usize,
     },
+    /// An outside system (a sink's target) could not be reached.
+    #[error("{0}")]
+    ConnectionFailure(String),
     /// The durable log or catalog failed.
     #[error("storage error: {0}")]
     Storage(String),

@@ -34,6 +34,8 @@ mod recovery;
 mod response;
 mod session;
 mod show;
+mod sink_statements;
+mod sinks;
 mod source_statements;
 mod sources;
 mod statement;

@@ -84,7 +84,11 @@ impl Coordinator {
         let derived = items.iter().filter(|i| {
             !matches!(
                 i.kind,
-                ItemKind::Table | ItemKind::Source | ItemKind::Schema | ItemKind::Subscription
+                ItemKind::Table
+                    | ItemKind::Source
+                    | ItemKind::Schema
+                    | ItemKind::Subscription
+                    | ItemKind::Sink
             )
         });
         for item in derived {
@@ -122,6 +126,7 @@ impl Coordinator {
         self.load_comments()?;
         self.streams.remove_orphans()?;
         self.recover_subscriptions(&items).await?;
+        self.recover_sinks(&items).await?;
         for id in &dataflows {
             self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
         }

@@ -155,6 +155,8 @@ impl Coordinator {
             "materialized views" => Ok(self.list(ItemKind::MaterializedView)),
             "indexes" => Ok(self.list(ItemKind::Index)),
             "sources" => Ok(self.list(ItemKind::Source)),
+            "sinks" => Ok(self.list(ItemKind::Sink)),
+            "subscriptions" => Ok(self.list(ItemKind::Subscription)),
             "all" => Ok(text_rows(
                 &["name", "setting"],
                 session

@@ -223,7 +223,7 @@ fn parse_drop_source(parser: &mut Parser) -> Result<DropSource, ParserError> {
 }
 
 /// `(name = value, …)`.
-fn parse_options(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
+pub(crate) fn parse_options(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
     parser.expect_token(&Token::LParen)?;
     let options = parser.parse_comma_separated(|p| {
         let name = parse_option_name(p)?;
@@ -281,7 +281,7 @@ pub(crate) fn parse_word(parser: &mut Parser, word: &str) -> bool {
 }
 
 /// A bare word, in upper case.
-fn parse_upper_word(parser: &mut Parser) -> Result<String, ParserError> {
+pub(crate) fn parse_upper_word(parser: &mut Parser) -> Result<String, ParserError> {
     let token = parser.next_token();
     match &token.token {
         Token::Word(word) => Ok(word.value.to_uppercase()),
@@ -294,7 +294,10 @@ fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-fn write_options(f: &mut fmt::Formatter<'_>, options: &[(String, String)]) -> fmt::Result {
+pub(crate) fn write_options(
+    f: &mut fmt::Formatter<'_>,
+    options: &[(String, String)],
+) -> fmt::Result {
     let list: Vec<String> = options
         .iter()
         .map(|(k, v)| format!("{k} = {}", quoted(v)))

@@ -7,6 +7,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::error::CoordError;
+use crate::sink_statements::{parse_sink_statement, CreateSink, SinkStatement};
 use crate::source_statements::{
     parse_source_statement, CreateSource, CreateTableFromSource, DropSource, SourceStatement,
 };
@@ -48,6 +49,15 @@ pub enum Statement {
     },
     /// `CREATE SUBSCRIPTION`.
     CreateSubscription(CreateSubscription),
+    /// `CREATE SINK`.
+    CreateSink(CreateSink),
+    /// `DROP SINK`.
+    DropSink {
+        /// The sinks.
+        names: Vec<ast::ObjectName>,
+        /// `IF EXISTS`.
+        if_exists: bool,
+    },
     /// `DROP SUBSCRIPTION`.
     DropSubscription {
         /// The subscriptions.
@@ -84,6 +94,11 @@ impl std::fmt::Display for Statement {
                 write!(f, "{fetch} WITH (timeout = '{}ms')", timeout.as_millis())
             }
             Statement::CreateSubscription(create) => write!(f, "{create}"),
+            Statement::CreateSink(create) => write!(f, "{create}"),
+            Statement::DropSink { names, .. } => {
+                let names: Vec<String> = names.iter().map(ToString::to_string).collect();
+                write!(f, "DROP SINK {}", names.join(", "))
+            }
             Statement::DropSubscription { names, .. } => {
                 let names: Vec<String> = names.iter().map(ToString::to_string).collect();
                 write!(f, "DROP SUBSCRIPTION {}", names.join(", "))
@@ -133,6 +148,15 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
                 }
                 SubscribeStatement::FetchWithTimeout { fetch, timeout } => {
                     Statement::FetchWithTimeout { fetch, timeout }
+                }
+            });
+            continue;
+        }
+        if let Some(statement) = parse_sink_statement(&mut parser).map_err(syntax)? {
+            statements.push(match statement {
+                SinkStatement::Create(create) => Statement::CreateSink(create),
+                SinkStatement::Drop { names, if_exists } => {
+                    Statement::DropSink { names, if_exists }
                 }
             });
             continue;

@@ -12,8 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use repr::Timestamp;
 
-/// How far ahead of handed-out times the persisted high-water mark runs.
-const HIGH_WATER_STEP_MS: Timestamp = 60_000;
+/// How far ahead of handed-out times the persisted high-water mark runs (and so how far
+/// ahead of the wall clock times may start after a restart).
+const HIGH_WATER_STEP_MS: Timestamp = 10_000;
 
 /// Hands out write timestamps and remembers the last committed one.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(crate) struct TimestampOracle {
 struct OracleState {
     last_allocated: Timestamp,
     last_committed: Timestamp,
+    /// The wall clock when a time was last committed.
+    last_commit_wall_clock: Timestamp,
     high_water: Timestamp,
 }
 
@@ -45,6 +48,7 @@ impl TimestampOracle {
             state: Mutex::new(OracleState {
                 last_allocated: start,
                 last_committed: floor,
+                last_commit_wall_clock: 0,
                 high_water: start,
             }),
         }
@@ -69,6 +73,13 @@ impl TimestampOracle {
     pub fn mark_committed(&self, time: Timestamp) {
         let mut state = self.lock();
         state.last_committed = state.last_committed.max(time);
+        state.last_commit_wall_clock = wall_clock_ms();
+    }
+
+    /// How long (ms, by the wall clock) since a time was last committed. Times may run ahead
+    /// of the wall clock after a restart, so this is not the read time's age.
+    pub fn idle_ms(&self) -> Timestamp {
+        wall_clock_ms().saturating_sub(self.lock().last_commit_wall_clock)
     }
 
     /// The time reads happen at: the last committed write.

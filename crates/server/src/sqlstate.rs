@@ -52,6 +52,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::SerializationFailure(_) => "40001",
         CoordError::InvalidStatement(_) => "42000",
         CoordError::InvalidSourceOption(_) => "22023",
+        CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use arrow::array::{Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use super::duration::parse_duration;
+use crate::duration::parse_duration;
 use crate::{ConnectorError, SourceBatch, SourceOptions, SourceReader};
 
 /// Rows per batch when ticking as fast as possible.

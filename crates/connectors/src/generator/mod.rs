@@ -2,7 +2,6 @@
 
 pub(crate) mod counter;
 pub(crate) mod datagen;
-mod duration;
 pub(crate) mod nexmark;
 
 /// A deterministic 64-bit mix of `seed` and `n` (splitmix64): the same inputs give the same

@@ -6,6 +6,9 @@
 //! is missing, the first test to need it builds it (`cargo install tansu --features
 //! dynostore`, about 16 CPU-minutes) under a lock, so parallel tests build it once.
 
+// Each test crate that includes this module uses only part of it.
+#![allow(dead_code)]
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -106,6 +109,61 @@ impl Drop for Broker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A record read back from a topic, with its partition.
+#[derive(Debug)]
+pub struct Produced {
+    /// The partition it is in.
+    pub partition: i32,
+    /// The record.
+    pub record: Record,
+}
+
+/// Every record of `topic`, partition by partition, in offset order.
+pub async fn read_topic(address: &str, topic: &str) -> Vec<Produced> {
+    let client = ClientBuilder::new(vec![address.to_string()])
+        .build()
+        .await
+        .expect("connect");
+    let partitions = client
+        .list_topics()
+        .await
+        .expect("the topics")
+        .into_iter()
+        .find(|t| t.name == topic)
+        .expect("the topic exists")
+        .partitions;
+    let mut produced = Vec::new();
+    for partition in partitions {
+        let client = client
+            .partition_client(topic, partition, UnknownTopicHandling::Retry)
+            .await
+            .expect("a partition client");
+        let mut next = 0;
+        loop {
+            let (records, high_watermark) = client
+                .fetch_records(next, 1..1 << 20, 0)
+                .await
+                .expect("a fetch");
+            if next >= high_watermark {
+                break;
+            }
+            assert!(!records.is_empty(), "no records below the high watermark");
+            // tansu 0.6 may answer with a batch more than once: keep each offset once.
+            for record in records {
+                if record.offset < next {
+                    continue;
+                }
+                next = record.offset + 1;
+                produced.push(Produced {
+                    partition,
+                    record: record.record,
+                });
+            }
+        }
+    }
+    produced
 }
 
 /// Runs `work` to completion on a runtime of its own, on a thread of its own, so that tests

@@ -14,6 +14,7 @@ use datafusion::error::Result as DfResult;
 
 use crate::catalog::Catalog;
 use crate::durable_subscriptions::DurableSubscriptions;
+use crate::sinks::{lag_ms, Sinks};
 use crate::sources::{
     source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS_NAME,
 };
@@ -26,6 +27,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("source_stats", source_stats_schema()),
         (SOURCE_ERRORS_NAME, source_errors_schema()),
         ("subscriptions", subscriptions_schema()),
+        ("sink_stats", sink_stats_schema()),
     ]
 }
 
@@ -87,6 +89,20 @@ fn subscriptions_schema() -> SchemaRef {
     ]))
 }
 
+/// `sink_stats`: one row per sink.
+fn sink_stats_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("sink_name", DataType::Utf8, false),
+        Field::new("connector", DataType::Utf8, false),
+        Field::new("from_name", DataType::Utf8, false),
+        Field::new("rows_delivered", DataType::UInt64, false),
+        Field::new("last_timestamp", DataType::UInt64, true),
+        Field::new("lag_ms", DataType::UInt64, false),
+        Field::new("failure", DataType::Utf8, true),
+    ]))
+}
+
 /// `view_errors (view_name, rows_left_out, failures, last_error)`.
 fn view_errors_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -104,6 +120,7 @@ pub(crate) struct SystemSchema {
     compute: Arc<ComputeController>,
     sources: Arc<SourceRegistry>,
     subscriptions: Arc<DurableSubscriptions>,
+    sinks: Arc<Sinks>,
 }
 
 impl SystemSchema {
@@ -112,9 +129,11 @@ impl SystemSchema {
         compute: Arc<ComputeController>,
         sources: Arc<SourceRegistry>,
         subscriptions: Arc<DurableSubscriptions>,
+        sinks: Arc<Sinks>,
     ) -> Self {
         Self {
             subscriptions,
+            sinks,
             catalog,
             compute,
             sources,
@@ -269,6 +288,53 @@ impl SystemSchema {
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
+    /// `sink_stats`: each sink's changes handed to its target since the server started
+    /// (`rows_delivered`), the last time its target holds for good (`last_timestamp`), how
+    /// long the oldest change not there yet has waited (`lag_ms`, 0 when none waits), and why
+    /// delivery last failed, until it succeeds again.
+    fn sink_stats(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = sink_stats_schema();
+        let sinks = self.sinks.snapshot();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let mut schemas = Vec::new();
+        let mut names = Vec::new();
+        let mut from_names = Vec::new();
+        for (state, _) in &sinks {
+            let item = catalog.get(state.id);
+            schemas.push(item.map(|i| i.schema.clone()).unwrap_or_default());
+            names.push(item.map_or_else(|| state.id.to_string(), |i| i.name.clone()));
+            let from = item.and_then(|i| match i.details {
+                crate::catalog::ItemDetails::Sink { from } => catalog.get(from),
+                _ => None,
+            });
+            from_names.push(from.map(|f| f.name.clone()).unwrap_or_default());
+        }
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(schemas)),
+                Arc::new(StringArray::from_iter_values(names)),
+                Arc::new(StringArray::from_iter_values(
+                    sinks.iter().map(|(state, _)| state.connector.clone()),
+                )),
+                Arc::new(StringArray::from_iter_values(from_names)),
+                Arc::new(UInt64Array::from_iter_values(
+                    sinks.iter().map(|(_, stats)| stats.rows_delivered),
+                )),
+                Arc::new(UInt64Array::from_iter(
+                    sinks.iter().map(|(_, stats)| stats.last_timestamp),
+                )),
+                Arc::new(UInt64Array::from_iter_values(
+                    sinks.iter().map(|(_, stats)| lag_ms(stats)),
+                )),
+                Arc::new(StringArray::from_iter(
+                    sinks.iter().map(|(_, stats)| stats.failure.clone()),
+                )),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
@@ -314,6 +380,7 @@ impl SchemaProvider for SystemSchema {
             "sources" => self.sources().map(Some),
             "source_stats" => self.source_stats().map(Some),
             "subscriptions" => self.subscriptions().map(Some),
+            "sink_stats" => self.sink_stats().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),

@@ -277,7 +277,10 @@ impl CatalogSnapshot {
                 return;
             }
             // Not relations: PostgreSQL has no such objects in pg_class.
-            (ItemDetails::Schema | ItemDetails::Subscription { .. }, _) => return,
+            (
+                ItemDetails::Schema | ItemDetails::Subscription { .. } | ItemDetails::Sink { .. },
+                _,
+            ) => return,
         };
         let defaults = if kind == 'r' {
             column_defaults(&item.create_sql)
