@@ -1,5 +1,5 @@
-//! The crash harness: a source → view → sinks and a durable subscription pipeline under
-//! load, the server SIGKILLed at random moments and restarted each time; at the end, what
+//! The crash harness: a source → view → sinks (files, PostgreSQL, Kafka) and a durable
+//! subscription pipeline under load, the server SIGKILLed at random moments and restarted each time; at the end, what
 //! every consumer received adds up to exactly the expected view, and no change arrived twice.
 //!
 //! CI runs the short form (3 kills). The long form is the same test with more kills and
@@ -13,6 +13,9 @@
 
 mod support;
 
+#[path = "../crates/connectors/tests/support/tansu.rs"]
+mod tansu;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -22,6 +25,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::postgres::TestPostgres;
 use support::TestServer;
+use tansu::{read_topic, Broker};
 use tokio_postgres::SimpleQueryMessage;
 
 /// Rows the counter source emits per kill (at about 1000 a second).
@@ -70,6 +74,28 @@ fn net(consumer: &str, changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
+/// A PLAIN JSON change as a harness change.
+fn json_change(change: &[u8]) -> Change {
+    let change: serde_json::Value = serde_json::from_slice(change).expect("a JSON change");
+    let row = ["bucket", "n", "total"]
+        .map(|column| change[column].to_string())
+        .join("|");
+    (
+        change["_timestamp"].as_u64().expect("a time"),
+        change["_diff"].as_i64().expect("a diff"),
+        row,
+    )
+}
+
+/// The changes in a Kafka sink's topic.
+async fn topic_changes(broker: &Broker, topic: &str) -> Vec<Change> {
+    read_topic(&broker.address, topic)
+        .await
+        .iter()
+        .filter_map(|p| p.record.value.as_deref().map(json_change))
+        .collect()
+}
+
 /// The changes in the finished files of a file sink.
 fn file_changes(dir: &Path) -> Vec<Change> {
     let mut names: Vec<_> = std::fs::read_dir(dir)
@@ -86,17 +112,7 @@ fn file_changes(dir: &Path) -> Vec<Change> {
     let mut changes = Vec::new();
     for name in names {
         let text = std::fs::read_to_string(dir.join(&name)).expect("a sink file");
-        for line in text.lines() {
-            let change: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-            let row = ["bucket", "n", "total"]
-                .map(|column| change[column].to_string())
-                .join("|");
-            changes.push((
-                change["_timestamp"].as_u64().expect("a time"),
-                change["_diff"].as_i64().expect("a diff"),
-                row,
-            ));
-        }
+        changes.extend(text.lines().map(|line| json_change(line.as_bytes())));
     }
     changes
 }
@@ -211,6 +227,7 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
     let mut rng = StdRng::seed_from_u64(seed);
     let total_rows = kills.max(1) * ROWS_PER_KILL;
     let pg = TestPostgres::start();
+    let broker = Broker::start();
     let data = tempfile::tempdir().expect("a data directory");
     let out = tempfile::tempdir().expect("a sink directory");
     let mut server = TestServer::start_in(data.path());
@@ -226,9 +243,12 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
              CREATE SINK copy FROM counts WITH (connector = 'postgres', hostname = '127.0.0.1',
                  port = '{}', username = 'postgres', database.name = 'postgres',
                  table = 'counts_copy', key = 'bucket');
+             CREATE SINK topic FROM counts WITH (connector = 'kafka', topic = 'counts',
+                 properties.bootstrap.server = '{}', topic.partitions = '3');
              CREATE SUBSCRIPTION feed FROM counts;",
             out.path().display(),
-            pg.port()
+            pg.port(),
+            broker.address
         ))
         .await
         .expect("the pipeline");
@@ -263,6 +283,10 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
     tokio::spawn(connection);
     converge("the postgres sink", &expected, || {
         rows(&target, "SELECT bucket, n, total FROM counts_copy")
+    })
+    .await;
+    converge("the kafka sink", &expected, || async {
+        net("the kafka sink", &topic_changes(&broker, "counts").await)
     })
     .await;
     converge("the subscriber", &expected, || async {
