@@ -19,11 +19,12 @@ mod tansu;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::postgres::TestPostgres;
+use support::query::{converge, sorted_rows};
 use support::TestServer;
 use tansu::{read_topic, Broker};
 use tokio_postgres::SimpleQueryMessage;
@@ -33,6 +34,9 @@ const ROWS_PER_KILL: u64 = 3_000;
 
 /// Buckets of the view: `counter % BUCKETS`.
 const BUCKETS: u64 = 7;
+
+/// How long every consumer may take to catch up after the last restart.
+const PATIENCE: Duration = Duration::from_secs(120);
 
 /// One change a consumer received: time, diff, row (`bucket|n|total`).
 type Change = (u64, i64, String);
@@ -172,47 +176,6 @@ async fn follow(
     }
 }
 
-/// Every row of `sql` as `a|b|c`, sorted.
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
-    let mut rows: Vec<String> = client
-        .simple_query(sql)
-        .await
-        .expect(sql)
-        .iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect::<Vec<_>>()
-                    .join("|"),
-            ),
-            _ => None,
-        })
-        .collect();
-    rows.sort();
-    rows
-}
-
-/// Waits until `current` gives `expected`, for at most two minutes.
-async fn converge<F, Fut>(what: &str, expected: &[String], mut current: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Vec<String>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let got = current().await;
-        if got == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} holds {got:?}, expected {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_consumer_gets_every_change_once_through_random_kills() {
     let kills: u64 = std::env::var("FLUXION_CRASH_KILLS")
@@ -268,11 +231,11 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
 
     let client = server.connect().await;
     let expected = expected_rows(total_rows);
-    converge("the view", &expected, || {
-        rows(&client, "SELECT * FROM counts")
+    converge("the view", &expected, PATIENCE, || {
+        sorted_rows(&client, "SELECT * FROM counts")
     })
     .await;
-    converge("the file sink", &expected, || async {
+    converge("the file sink", &expected, PATIENCE, || async {
         net("the file sink", &file_changes(out.path()))
     })
     .await;
@@ -281,15 +244,15 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
             .await
             .expect("connect to the sink's PostgreSQL");
     tokio::spawn(connection);
-    converge("the postgres sink", &expected, || {
-        rows(&target, "SELECT bucket, n, total FROM counts_copy")
+    converge("the postgres sink", &expected, PATIENCE, || {
+        sorted_rows(&target, "SELECT bucket, n, total FROM counts_copy")
     })
     .await;
-    converge("the kafka sink", &expected, || async {
+    converge("the kafka sink", &expected, PATIENCE, || async {
         net("the kafka sink", &topic_changes(&broker, "counts").await)
     })
     .await;
-    converge("the subscriber", &expected, || async {
+    converge("the subscriber", &expected, PATIENCE, || async {
         net("the subscriber", &received.lock().expect("the changes"))
     })
     .await;

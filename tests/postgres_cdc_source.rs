@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::postgres::TestPostgres;
-use support::query::{error_code, row, wait_for};
+use support::query::{error_code, row, rows, wait_for};
 use support::TestServer;
 
 /// Accounts upstream, and the money they hold together (constant under transfers).
@@ -26,25 +26,6 @@ async fn upstream(pg: &TestPostgres) -> tokio_postgres::Client {
         let _ = connection.await;
     });
     client
-}
-
-/// Every row of `sql` as text, one string per row.
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
-    client
-        .simple_query(sql)
-        .await
-        .expect(sql)
-        .iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect::<Vec<_>>()
-                    .join("|"),
-            ),
-            _ => None,
-        })
-        .collect()
 }
 
 fn create_source(pg: &TestPostgres) -> String {

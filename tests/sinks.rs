@@ -9,12 +9,12 @@ mod tansu;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::postgres::TestPostgres;
-use support::query::{error_code, row, wait_for};
+use support::query::{converge, error_code, row, sorted_rows, wait_for};
 use support::TestServer;
 use tansu::{read_topic, Broker};
 
@@ -35,27 +35,6 @@ async fn random_writes(client: &tokio_postgres::Client, rng: &mut StdRng, writes
         };
         client.batch_execute(&sql).await.expect(&sql);
     }
-}
-
-/// Every row of `sql`, as its columns' text joined by `|`, sorted.
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
-    let mut rows: Vec<String> = client
-        .simple_query(sql)
-        .await
-        .expect(sql)
-        .iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect::<Vec<_>>()
-                    .join("|"),
-            ),
-            _ => None,
-        })
-        .collect();
-    rows.sort();
-    rows
 }
 
 /// The JSON lines of the finished files in `dir`.
@@ -113,24 +92,13 @@ fn net_rows(changes: &[Vec<u8>]) -> (Vec<String>, BTreeMap<(u64, String), i64>) 
 }
 
 /// Waits until `check` returns what the view holds.
-async fn wait_until_delivered<F, Fut>(client: &tokio_postgres::Client, mut check: F)
+async fn wait_until_delivered<F, Fut>(client: &tokio_postgres::Client, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Vec<String>>,
 {
-    let expected = rows(client, "SELECT * FROM buckets").await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let delivered = check().await;
-        if delivered == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the target holds {delivered:?}, the view {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let expected = sorted_rows(client, "SELECT * FROM buckets").await;
+    converge("the target", &expected, Duration::from_secs(60), check).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,7 +148,7 @@ async fn a_file_sink_writes_every_change_once_across_a_crash() {
     .await;
     assert_eq!(stats, ["file", "buckets", "t"].map(|v| Some(v.to_string())));
     assert_eq!(
-        rows(&client, "SHOW SINKS")
+        sorted_rows(&client, "SHOW SINKS")
             .await
             .first()
             .map(|r| r.starts_with("out")),
@@ -230,7 +198,7 @@ async fn a_postgres_sink_upserts_the_view_exactly_across_a_crash() {
         .await
         .expect("a postgres sink");
     random_writes(&client, &mut rng, 30).await;
-    let target_rows = || async { rows(&target, "SELECT * FROM buckets_copy").await };
+    let target_rows = || async { sorted_rows(&target, "SELECT * FROM buckets_copy").await };
     wait_until_delivered(&client, target_rows).await;
     random_writes(&client, &mut rng, 10).await;
     server.kill();
@@ -240,7 +208,7 @@ async fn a_postgres_sink_upserts_the_view_exactly_across_a_crash() {
     let client = server.connect().await;
     random_writes(&client, &mut rng, 30).await;
     wait_until_delivered(&client, target_rows).await;
-    let progress = rows(
+    let progress = sorted_rows(
         &target,
         "SELECT sink, last_timestamp > 0 FROM fluxion_sink_progress",
     )

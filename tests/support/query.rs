@@ -51,3 +51,49 @@ pub async fn error_code(client: &tokio_postgres::Client, sql: &str) -> String {
         .unwrap_or_else(|| panic!("{sql}: {error}"));
     format!("{} {}", db.code().code(), db.message())
 }
+
+/// Every row of `sql`, its columns' text (`NULL` for NULL) joined by `|`, in the order sent.
+pub async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
+    client
+        .simple_query(sql)
+        .await
+        .expect(sql)
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// [`rows`], sorted.
+pub async fn sorted_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
+    let mut rows = rows(client, sql).await;
+    rows.sort();
+    rows
+}
+
+/// Waits until `current` gives `expected` (or fails after `timeout`, naming `what`).
+pub async fn converge<F, Fut>(what: &str, expected: &[String], timeout: Duration, mut current: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Vec<String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let got = current().await;
+        if got == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} holds {got:?}, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

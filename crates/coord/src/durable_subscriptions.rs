@@ -144,18 +144,7 @@ impl Coordinator {
         mut create: CreateSubscription,
     ) -> Result<ExecuteResponse, CoordError> {
         create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
-        let from = self.resolve_item(session, &create.from)?;
-        if from.relation().is_none() && from.kind != ItemKind::View {
-            return Err(CoordError::WrongObjectType {
-                name: from.name.clone(),
-                expected: "a table, source, view or materialized view",
-                hint: None,
-            });
-        }
-        create.from = qualified_name(&crate::naming::ObjectRef {
-            schema: Some(from.schema.clone()),
-            name: from.name.clone(),
-        });
+        let from = self.resolve_watched(session, &mut create.from)?;
         let (schema, name) = stored_name(&create.name)?;
         let create_sql = create.to_string();
         let _sequencer = self.sequencer.lock().await;
@@ -178,6 +167,28 @@ impl Coordinator {
             return Err(e);
         }
         Ok(ExecuteResponse::command("CREATE SUBSCRIPTION"))
+    }
+
+    /// The table, source, view or materialized view whose changes a durable subscription or
+    /// a sink watches; `name` is qualified with its schema (for the stored SQL).
+    pub(crate) fn resolve_watched(
+        &self,
+        session: &Session,
+        name: &mut ObjectName,
+    ) -> Result<Item, CoordError> {
+        let item = self.resolve_item(session, name)?;
+        if item.relation().is_none() && item.kind != ItemKind::View {
+            return Err(CoordError::WrongObjectType {
+                name: item.name.clone(),
+                expected: "a table, source, view or materialized view",
+                hint: None,
+            });
+        }
+        *name = qualified_name(&crate::naming::ObjectRef {
+            schema: Some(item.schema.clone()),
+            name: item.name.clone(),
+        });
+        Ok(item)
     }
 
     /// Puts subscription `id` into the catalog and starts its logger, from the current

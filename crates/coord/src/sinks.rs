@@ -125,18 +125,7 @@ impl Coordinator {
         mut create: CreateSink,
     ) -> Result<ExecuteResponse, CoordError> {
         create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
-        let from = self.resolve_item(session, &create.from)?;
-        if from.relation().is_none() && from.kind != storage::ItemKind::View {
-            return Err(CoordError::WrongObjectType {
-                name: from.name.clone(),
-                expected: "a table, source, view or materialized view",
-                hint: None,
-            });
-        }
-        create.from = qualified_name(&crate::naming::ObjectRef {
-            schema: Some(from.schema.clone()),
-            name: from.name.clone(),
-        });
+        let from = self.resolve_watched(session, &mut create.from)?;
         let (schema, name) = stored_name(&create.name)?;
         let _sequencer = self.sequencer.lock().await;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
