@@ -55,6 +55,8 @@ pub(crate) struct Sinks {
 pub(crate) struct SinkState {
     pub id: GlobalId,
     pub connector: String,
+    /// The sink's change log (its logger's failure is the sink's too).
+    log: Arc<SubscriptionLog>,
     stats: Mutex<SinkStats>,
     /// Tells the delivery task to stop (the sink was dropped).
     stop: watch::Sender<bool>,
@@ -107,9 +109,16 @@ impl Sinks {
 }
 
 impl SinkState {
-    /// What the sink has delivered.
+    /// What the sink has delivered, and why it is stuck, if it is.
     pub fn stats(&self) -> SinkStats {
-        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if stats.failure.is_none() {
+            stats.failure = self
+                .log
+                .failure()
+                .map(|reason| format!("the sink's change log stopped: {reason}"));
+        }
+        stats
     }
 
     fn update(&self, change: impl FnOnce(&mut SinkStats)) {
@@ -200,6 +209,7 @@ impl Coordinator {
                 .find(|(k, _)| k == "connector")
                 .map(|(_, v)| v.clone())
                 .unwrap_or_default(),
+            log: log.clone(),
             stats: Mutex::new(SinkStats::default()),
             stop,
         });
