@@ -536,8 +536,7 @@ impl Logger {
 
     /// Whether history older than the retention is due to be folded.
     fn compaction_due(&self) -> bool {
-        let retention_ms = self.subscription.retention.as_millis() as Timestamp;
-        let every = (retention_ms / 4).clamp(1_000, 60_000);
+        let every = fold_step(self.subscription.retention).min(60_000);
         wall_clock_ms().saturating_sub(self.last_compaction) >= every
     }
 
@@ -551,13 +550,21 @@ impl Logger {
     }
 }
 
-/// Folds the log's changes older than the retention into one batch, if there are any.
+/// How much history a fold takes at least (a quarter of the retention, at least a second):
+/// folding rewrites the log, so it happens in steps, not every time a little history ages.
+fn fold_step(retention: Duration) -> Timestamp {
+    (retention.as_millis() as Timestamp / 4).max(1_000)
+}
+
+/// Folds the log's changes older than the retention into one batch, once there is a
+/// [`fold_step`] of them.
 fn fold_history(subscription: &SubscriptionLog) -> Result<(), CoordError> {
     let retention_ms = subscription.retention.as_millis() as Timestamp;
     let boundary = wall_clock_ms()
         .saturating_sub(retention_ms)
         .min(subscription.fold_hold.load(Ordering::Acquire));
-    if subscription.earliest.load(Ordering::Acquire) >= boundary {
+    let earliest = subscription.earliest.load(Ordering::Acquire);
+    if earliest.saturating_add(fold_step(subscription.retention)) > boundary {
         return Ok(());
     }
     let mut old: Vec<ChangeBatch> = Vec::new();
