@@ -71,6 +71,18 @@ impl SourceOptions {
             .collect()
     }
 
+    /// The text of option `name`, trimmed; an error naming `connector` if it is missing or
+    /// empty.
+    pub fn required(&self, connector: &str, name: &str) -> Result<&str, ConnectorError> {
+        self.text(name)
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .ok_or_else(|| ConnectorError::MissingOption {
+                connector: connector.into(),
+                option: name.into(),
+            })
+    }
+
     /// Fails on the first option no one has read.
     pub fn reject_unknown(&self, connector: &str) -> Result<(), ConnectorError> {
         let read = self.read.lock().unwrap_or_else(|p| p.into_inner());

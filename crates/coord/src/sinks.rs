@@ -141,9 +141,19 @@ impl Coordinator {
             return Ok(ExecuteResponse::command("CREATE SINK"));
         }
         // Options and the target are checked before anything is recorded.
-        let spec = self.sink_spec(&create, "checking").await?;
+        let watched = Subscribe {
+            target: SubscribeTarget::Object(create.from.clone()),
+            snapshot: true,
+            progress: false,
+            as_of: None,
+        };
+        let columns = self
+            .plan_subscription(&mut Session::new("fluxion", 0, &[]), &watched)
+            .await?
+            .schema()
+            .clone();
+        let spec = sink_spec(&create, columns, String::new())?;
         let options = SourceOptions::new(create.options.clone());
-        connectors::check_sink_options(&spec, &options).map_err(sink_error)?;
         let mut connection =
             tokio::time::timeout(CONNECT_TIMEOUT, connectors::open_sink(&spec, &options))
                 .await
@@ -194,21 +204,17 @@ impl Coordinator {
                 depends_on: vec![from],
                 details: ItemDetails::Sink { from },
             });
-        let spec = self.sink_spec(create, &id.to_string()).await?;
         let log = self
             .start_logger(&self.sinks.logs, id, &create.from, LOG_RETENTION)
             .await?;
+        let identity = format!("{}/{id}", create.name);
+        let spec = sink_spec(create, log.query_schema.clone(), identity)?;
         // Nothing is folded until the target says how far it got.
         log.hold_history_from(0);
         let (stop, stopped) = watch::channel(false);
         let state = Arc::new(SinkState {
             id,
-            connector: create
-                .options
-                .iter()
-                .find(|(k, _)| k == "connector")
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default(),
+            connector: option(create, "connector").unwrap_or_default().to_string(),
             log: log.clone(),
             stats: Mutex::new(SinkStats::default()),
             stop,
@@ -247,51 +253,37 @@ impl Coordinator {
         }
         self.sinks.logs.remove_orphans()
     }
+}
 
-    /// What the sink's connection needs to know of it; `identity` tells it apart from a sink
-    /// of the same name created before.
-    async fn sink_spec(&self, create: &CreateSink, identity: &str) -> Result<SinkSpec, CoordError> {
-        let (_, name) = stored_name(&create.name)?;
-        let watched = Subscribe {
-            target: SubscribeTarget::Object(create.from.clone()),
-            snapshot: true,
-            progress: false,
-            as_of: None,
-        };
-        let schema = self
-            .plan_subscription(&mut Session::new("fluxion", 0, &[]), &watched)
-            .await?
-            .schema()
-            .clone();
-        let connector = create
-            .options
-            .iter()
-            .find(|(k, _)| k == "connector")
-            .map(|(_, v)| v.as_str());
-        let default_envelope = if connector == Some("postgres") {
-            "UPSERT"
-        } else {
-            "PLAIN"
-        };
-        let format = Format::parse(
-            create.format.as_deref().unwrap_or(default_envelope),
-            create.encode.as_deref().unwrap_or("JSON"),
-        )
-        .map_err(sink_error)?;
-        let key = create
-            .options
-            .iter()
-            .find(|(k, _)| k == "key")
-            .map(|(_, v)| v.as_str());
-        SinkSpec::new(
-            format!("{}/{identity}", create.name),
-            name,
-            schema,
-            key,
-            format,
-        )
-        .map_err(sink_error)
-    }
+/// What the connection of sink `create` over rows of `schema` needs to know of it;
+/// `identity` (its name and catalog id) tells it apart from a sink of the same name created
+/// before.
+fn sink_spec(
+    create: &CreateSink,
+    schema: datafusion::arrow::datatypes::SchemaRef,
+    identity: String,
+) -> Result<SinkSpec, CoordError> {
+    let (_, name) = stored_name(&create.name)?;
+    let default_envelope = if option(create, "connector") == Some("postgres") {
+        "UPSERT"
+    } else {
+        "PLAIN"
+    };
+    let format = Format::parse(
+        create.format.as_deref().unwrap_or(default_envelope),
+        create.encode.as_deref().unwrap_or("JSON"),
+    )
+    .map_err(sink_error)?;
+    SinkSpec::new(identity, name, schema, option(create, "key"), format).map_err(sink_error)
+}
+
+/// The value of option `name` of `create`.
+fn option<'a>(create: &'a CreateSink, name: &str) -> Option<&'a str> {
+    create
+        .options
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 /// A connector's error as `CREATE SINK` reports it.

@@ -30,26 +30,33 @@ pub(crate) enum Startup {
     Offsets(BTreeMap<i32, i64>),
 }
 
+/// The brokers of option `properties.bootstrap.server` (`host:port`, comma-separated) of a
+/// `connector` source or sink.
+pub(crate) fn brokers(
+    options: &SourceOptions,
+    connector: &str,
+) -> Result<Vec<String>, ConnectorError> {
+    let brokers: Vec<String> = options
+        .required(connector, "properties.bootstrap.server")?
+        .split(',')
+        .map(str::trim)
+        .filter(|broker| !broker.is_empty())
+        .map(str::to_string)
+        .collect();
+    if brokers.is_empty() {
+        return Err(ConnectorError::InvalidOption {
+            option: "properties.bootstrap.server".into(),
+            reason: "it lists no host:port".into(),
+        });
+    }
+    Ok(brokers)
+}
+
 impl KafkaConfig {
     /// Reads the options of a `kafka` source.
     pub fn from_options(options: &SourceOptions) -> Result<Self, ConnectorError> {
-        let required = |option: &str| {
-            options
-                .text(option)
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .ok_or_else(|| ConnectorError::MissingOption {
-                    connector: CONNECTOR.into(),
-                    option: option.into(),
-                })
-        };
-        let topic = required("topic")?.to_string();
-        let brokers: Vec<String> = required("properties.bootstrap.server")?
-            .split(',')
-            .map(str::trim)
-            .filter(|broker| !broker.is_empty())
-            .map(str::to_string)
-            .collect();
+        let topic = options.required(CONNECTOR, "topic")?.to_string();
+        let brokers = brokers(options, CONNECTOR)?;
         let mode = options
             .text("scan.startup.mode")
             .map(|mode| mode.trim().to_ascii_lowercase());

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 
 use self::broker::TopicReader;
 use self::config::KafkaConfig;
-pub(crate) use self::config::CONNECTOR;
+pub(crate) use self::config::{brokers, CONNECTOR};
 use self::envelope::ChangeDecoder;
 use self::position::Position;
 use crate::runtime::ReaderRuntime;

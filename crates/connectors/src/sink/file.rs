@@ -36,14 +36,7 @@ pub(crate) struct FileConfig {
 impl FileConfig {
     /// Reads the options of a `file` sink.
     pub fn from_options(spec: &SinkSpec, options: &SourceOptions) -> Result<Self, ConnectorError> {
-        let dir = options
-            .text("path")
-            .map(str::trim)
-            .filter(|path| !path.is_empty())
-            .ok_or_else(|| ConnectorError::MissingOption {
-                connector: CONNECTOR.into(),
-                option: "path".into(),
-            })?;
+        let dir = options.required(CONNECTOR, "path")?;
         let rotate_bytes = options.parsed::<u64>("rotate.bytes")?.unwrap_or(64 << 20);
         let rotate_interval = options
             .text("rotate.interval")

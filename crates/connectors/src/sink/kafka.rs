@@ -75,29 +75,8 @@ pub(crate) struct KafkaSinkConfig {
 impl KafkaSinkConfig {
     /// Reads the options of a `kafka` sink.
     pub fn from_options(_spec: &SinkSpec, options: &SourceOptions) -> Result<Self, ConnectorError> {
-        let required = |option: &str| {
-            options
-                .text(option)
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .ok_or_else(|| ConnectorError::MissingOption {
-                    connector: CONNECTOR.into(),
-                    option: option.into(),
-                })
-        };
-        let topic = required("topic")?.to_string();
-        let brokers: Vec<String> = required("properties.bootstrap.server")?
-            .split(',')
-            .map(str::trim)
-            .filter(|broker| !broker.is_empty())
-            .map(str::to_string)
-            .collect();
-        if brokers.is_empty() {
-            return Err(ConnectorError::InvalidOption {
-                option: "properties.bootstrap.server".into(),
-                reason: "it lists no host:port".into(),
-            });
-        }
+        let topic = options.required(CONNECTOR, "topic")?.to_string();
+        let brokers = crate::kafka::brokers(options, CONNECTOR)?;
         let partitions = options.parsed::<i32>("topic.partitions")?.unwrap_or(1);
         if partitions < 1 {
             return Err(ConnectorError::InvalidOption {

@@ -98,23 +98,37 @@ pub enum SinkConnection {
     Postgres(Box<postgres::PostgresSink>),
 }
 
+/// A sink's options, read and checked for its connector.
+enum SinkConfig {
+    File(file::FileConfig),
+    Kafka(kafka::KafkaSinkConfig),
+    Postgres(Box<postgres::PostgresSinkConfig>),
+}
+
+impl SinkConfig {
+    fn from_options(spec: &SinkSpec, options: &SourceOptions) -> Result<Self, ConnectorError> {
+        match options.connector() {
+            Some(file::CONNECTOR) => file::FileConfig::from_options(spec, options).map(Self::File),
+            Some(kafka::CONNECTOR) => {
+                kafka::KafkaSinkConfig::from_options(spec, options).map(Self::Kafka)
+            }
+            Some(postgres::CONNECTOR) => postgres::PostgresSinkConfig::from_options(spec, options)
+                .map(|config| Self::Postgres(Box::new(config))),
+            Some(other) => Err(ConnectorError::InvalidOption {
+                option: "connector".into(),
+                reason: format!("\"{other}\" is no sink connector (known: file, kafka, postgres)"),
+            }),
+            None => Err(ConnectorError::MissingOption {
+                connector: "CREATE SINK".into(),
+                option: "connector".into(),
+            }),
+        }
+    }
+}
+
 /// Checks a sink's options (names and values) without connecting to anything.
 pub fn check_sink_options(spec: &SinkSpec, options: &SourceOptions) -> Result<(), ConnectorError> {
-    match options.connector() {
-        Some(file::CONNECTOR) => file::FileConfig::from_options(spec, options).map(drop),
-        Some(kafka::CONNECTOR) => kafka::KafkaSinkConfig::from_options(spec, options).map(drop),
-        Some(postgres::CONNECTOR) => {
-            postgres::PostgresSinkConfig::from_options(spec, options).map(drop)
-        }
-        Some(other) => Err(ConnectorError::InvalidOption {
-            option: "connector".into(),
-            reason: format!("\"{other}\" is no sink connector (known: file, kafka, postgres)"),
-        }),
-        None => Err(ConnectorError::MissingOption {
-            connector: "CREATE SINK".into(),
-            option: "connector".into(),
-        }),
-    }
+    SinkConfig::from_options(spec, options).map(drop)
 }
 
 /// Connects to a sink's target.
@@ -122,25 +136,15 @@ pub async fn open_sink(
     spec: &SinkSpec,
     options: &SourceOptions,
 ) -> Result<SinkConnection, ConnectorError> {
-    check_sink_options(spec, options)?;
-    Ok(match options.connector() {
-        Some(file::CONNECTOR) => SinkConnection::File(file::FileSink::open(
-            spec.clone(),
-            file::FileConfig::from_options(spec, options)?,
-        )?),
-        Some(kafka::CONNECTOR) => SinkConnection::Kafka(
-            kafka::KafkaSink::open(
-                spec.clone(),
-                kafka::KafkaSinkConfig::from_options(spec, options)?,
-            )
-            .await?,
-        ),
-        _ => SinkConnection::Postgres(Box::new(
-            postgres::PostgresSink::open(
-                spec.clone(),
-                postgres::PostgresSinkConfig::from_options(spec, options)?,
-            )
-            .await?,
+    Ok(match SinkConfig::from_options(spec, options)? {
+        SinkConfig::File(config) => {
+            SinkConnection::File(file::FileSink::open(spec.clone(), config)?)
+        }
+        SinkConfig::Kafka(config) => {
+            SinkConnection::Kafka(kafka::KafkaSink::open(spec.clone(), config).await?)
+        }
+        SinkConfig::Postgres(config) => SinkConnection::Postgres(Box::new(
+            postgres::PostgresSink::open(spec.clone(), *config).await?,
         )),
     })
 }

@@ -44,18 +44,8 @@ impl PostgresSinkConfig {
     /// `database.name` (required), `table` (required, `[schema.]table`),
     /// `progress.table`; the sink needs key columns.
     pub fn from_options(spec: &SinkSpec, options: &SourceOptions) -> Result<Self, ConnectorError> {
-        let required = |name: &str| {
-            options
-                .text(name)
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .ok_or_else(|| ConnectorError::MissingOption {
-                    connector: CONNECTOR.into(),
-                    option: name.into(),
-                })
-        };
-        let database = required("database.name")?.to_string();
-        let table = required("table")?;
+        let database = options.required(CONNECTOR, "database.name")?.to_string();
+        let table = options.required(CONNECTOR, "table")?;
         let (schema, table) = match table.split_once('.') {
             Some((schema, table)) => (schema.to_string(), table.to_string()),
             None => ("public".to_string(), table.to_string()),
