@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use plan::Plan;
 use repr::{Diff, GlobalId, Row, Timestamp};
-use sql::plan::Plan;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::arrangement::ArrangementLayout;

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::Duration;
 
+use plan::Plan;
 use repr::{Diff, GlobalId, Row, Timestamp};
-use sql::plan::Plan;
 use timely::WorkerConfig;
 
 use crate::arrangement::ArrangementLayout;

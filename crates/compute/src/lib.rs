@@ -9,7 +9,7 @@
 //! that reads them. A subscription's dataflow ends in a sink that sends its changes, with
 //! the frontier that closes their times, to one subscriber.
 //!
-//! This crate knows plans (from `sql`) and rows (from `repr`); it knows nothing of SQL text,
+//! This crate knows plans (from `plan`) and rows (from `repr`); it knows nothing of SQL text,
 //! the catalog, storage or clients, and no type of timely or differential leaves it.
 
 mod arrangement;

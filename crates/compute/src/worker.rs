@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use differential_dataflow::input::InputSession;
 use differential_dataflow::trace::TraceReader;
+use plan::Plan;
 use repr::{Diff, GlobalId, Row, Timestamp};
-use sql::plan::Plan;
 use timely::progress::Antichain;
 
 use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrangement};

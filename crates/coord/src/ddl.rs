@@ -18,9 +18,9 @@ use datafusion::sql::sqlparser::ast::{
     ColumnOption, CreateIndex, CreateTable, CreateView, Expr as SqlExpr, ObjectName,
     ObjectNamePart, ObjectType, SchemaName, Statement, TableConstraint,
 };
+use plan::Plan;
 use repr::{GlobalId, RelationDesc, Timestamp};
 use sql::catalog::KeyedArrangement;
-use sql::plan::Plan;
 use sql::session::DEFAULT_SCHEMA;
 use storage::{CatalogItem, CatalogOp, ItemKind};
 

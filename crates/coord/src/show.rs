@@ -222,7 +222,7 @@ impl Coordinator {
                 )))
             }
         };
-        let text = sql::explain::explain(&plan);
+        let text = plan::explain(&plan);
         Ok(text_rows(
             &["QUERY PLAN"],
             text.lines().map(|l| vec![l.to_string()]).collect(),

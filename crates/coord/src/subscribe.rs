@@ -161,7 +161,7 @@ impl Coordinator {
         &self,
         session: &mut Session,
         subscribe: &Subscribe,
-    ) -> Result<sql::plan::Plan, CoordError> {
+    ) -> Result<plan::Plan, CoordError> {
         let query = match &subscribe.target {
             SubscribeTarget::Query(query) => query.as_ref().clone(),
             SubscribeTarget::Object(name) => {

@@ -1,4 +1,4 @@
-//! SQL: parsing, planning with DataFusion, and lowering into dataflow plans.
+//! SQL: parsing, planning with DataFusion, and lowering into dataflow plans (the `plan` crate).
 //!
 //! Statements are parsed with sqlparser's Postgres dialect (through DataFusion), bound and
 //! optimized by DataFusion into a `LogicalPlan`, then [`lower`]ed into a [`plan::Plan`] of
@@ -11,9 +11,7 @@
 pub mod catalog;
 pub mod correlated_subqueries;
 mod error;
-pub mod explain;
 mod lower;
-pub mod plan;
 mod postgres_arrays;
 mod postgres_types;
 pub mod session;

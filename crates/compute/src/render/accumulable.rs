@@ -10,8 +10,8 @@
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::common::ScalarValue;
 use differential_dataflow::AsCollection;
+use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
-use sql::plan::{AggregateExpr, AggregateFunc};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;

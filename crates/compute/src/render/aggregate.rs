@@ -14,8 +14,8 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
+use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, GlobalId, Row, RowCodec};
-use sql::plan::{AggregateExpr, AggregateFunc};
 
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError};

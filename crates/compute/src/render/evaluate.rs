@@ -7,8 +7,8 @@
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::error::DataFusionError;
+use plan::ScalarExpr;
 use repr::{Row, RowCodec};
-use sql::plan::ScalarExpr;
 
 /// The outcome of evaluating a batch: surviving rows with the index of the input row they
 /// came from, and the input rows that failed with their error.

@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use differential_dataflow::{AsCollection, VecCollection};
+use plan::{JoinKind, Plan, ScalarExpr};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
-use sql::plan::{JoinKind, Plan, ScalarExpr};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;

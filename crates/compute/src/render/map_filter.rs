@@ -6,8 +6,8 @@
 
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::AsCollection;
+use plan::ScalarExpr;
 use repr::{GlobalId, Row, RowCodec};
-use sql::plan::ScalarExpr;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;

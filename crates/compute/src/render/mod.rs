@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
+use plan::Plan;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
-use sql::plan::Plan;
 use timely::dataflow::Scope;
 
 use crate::arrangement::ArrangementRegistry;

@@ -14,8 +14,8 @@
 
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::VecCollection;
+use plan::AggregateExpr;
 use repr::{Diff, GlobalId, Row, Timestamp};
-use sql::plan::AggregateExpr;
 use timely::dataflow::Scope;
 
 use super::{accumulable, aggregate, codec, constant, render_key_by, RenderError, RowCollection};

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, UInt32Array};
 use datafusion::arrow::compute::{lexsort_to_indices, SortColumn as ArrowSortColumn, SortOptions};
 use datafusion::arrow::datatypes::SchemaRef;
+use plan::SortColumn;
 use repr::{Diff, Row};
-use sql::plan::SortColumn;
 
 use super::{codec, render_key_by, RenderError, RowCollection};
 

@@ -9,8 +9,8 @@ use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable};
 
 use super::{arrow_schema, Lowerer};
-use crate::plan::{AggregateExpr, AggregateFunc, Plan};
 use crate::SqlError;
+use plan::{AggregateExpr, AggregateFunc, Plan};
 
 impl Lowerer<'_> {
     pub(super) fn lower_aggregate(&self, aggregate: &Aggregate) -> Result<Plan, SqlError> {

@@ -8,8 +8,8 @@ use datafusion::common::{DFSchema, ExprSchema, JoinType, NullEquality};
 use datafusion::logical_expr::{Expr, ExprSchemable, Join};
 
 use super::{arrow_schema, Lowerer};
-use crate::plan::{JoinKind, Plan};
 use crate::SqlError;
+use plan::{JoinKind, Plan};
 
 impl Lowerer<'_> {
     pub(super) fn lower_join(&self, join: &Join) -> Result<Plan, SqlError> {

@@ -23,8 +23,8 @@ use datafusion::logical_expr::{Distinct, Expr, LogicalPlan, Projection, TableSca
 use repr::RowCodec;
 
 use crate::catalog::as_relation;
-use crate::plan::{Plan, ScalarExpr};
 use crate::SqlError;
+use plan::{Plan, ScalarExpr};
 
 /// Functions whose value depends on when they run: a view using them cannot be maintained by
 /// reacting to changes of its inputs alone.

@@ -5,8 +5,8 @@ use datafusion::common::DFSchema;
 use datafusion::logical_expr::{Expr, Limit, LogicalPlan, Sort};
 
 use super::Lowerer;
-use crate::plan::{Plan, SortColumn};
 use crate::SqlError;
+use plan::{Plan, SortColumn};
 
 impl Lowerer<'_> {
     pub(super) fn lower_limit(&self, limit: &Limit) -> Result<Plan, SqlError> {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::plan::{Plan, SortColumn};
+use crate::{Plan, SortColumn};
 
 /// The plan as indented text.
 pub fn explain(plan: &Plan) -> String {

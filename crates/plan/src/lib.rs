@@ -1,9 +1,12 @@
 //! The dataflow plan: what `sql` lowers a query into and `compute` renders.
 //!
+//! This crate is plain data below both: it knows rows (`repr`) and DataFusion's physical
+//! expressions, and nothing of SQL text, catalogs or dataflow execution.
+//!
 //! A plan is a small tree of incremental operators over collections of `(row, time, diff)`
 //! updates. Every node knows the Arrow schema of the rows it produces; scalar work is carried
 //! as DataFusion physical expressions bound to the schema of the node's input, evaluated a
-//! batch at a time. Plans are plain data: they print (see [`crate::explain`]) and compare in
+//! batch at a time. Plans are plain data: they print (see [`explain`]) and compare in
 //! tests, and carry no state.
 
 use std::sync::Arc;
@@ -13,6 +16,10 @@ use datafusion::physical_expr::PhysicalExpr;
 use repr::{Diff, GlobalId, Row};
 
 use datafusion::arrow;
+
+mod explain;
+
+pub use explain::explain;
 
 /// A scalar expression evaluated over the columns of an operator's input.
 pub type ScalarExpr = Arc<dyn PhysicalExpr>;
