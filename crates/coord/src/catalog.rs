@@ -13,8 +13,8 @@ use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::session::DEFAULT_SCHEMA;
 use storage::ItemKind;
 
-use crate::naming::ObjectRef;
 use crate::system_catalog::{SystemSchema, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
+use sql::ObjectRef;
 
 /// A planned catalog item.
 #[derive(Debug, Clone)]

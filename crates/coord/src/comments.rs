@@ -1,13 +1,13 @@
 //! `COMMENT ON`: descriptions of tables, views, materialized views, indexes and columns, kept
 //! durably and shown in `pg_description` (psql `\d+`, SQLAlchemy, JDBC, Metabase read them).
 
-use datafusion::sql::sqlparser::ast::{CommentObject, ObjectName, ObjectNamePart};
 use repr::GlobalId;
+use sql::{Comment, CommentTarget};
 use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
+use crate::ddl::item_kind;
 use crate::error::CoordError;
-use crate::naming::{fold_ident, object_ref};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 
@@ -20,15 +20,13 @@ impl Coordinator {
     pub(crate) async fn comment_on(
         &self,
         session: &Session,
-        object_type: CommentObject,
-        object: ObjectName,
-        comment: Option<String>,
+        comment: Comment,
     ) -> Result<ExecuteResponse, CoordError> {
         let _sequencer = self.sequencer.lock().await;
-        let (id, column) = self.comment_target(session, object_type, &object)?;
+        let (id, column) = self.comment_target(session, &comment.target)?;
         let key = comment_key(id, column);
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
-        match comment {
+        match comment.text {
             Some(text) => {
                 self.durable.set_setting(&key, &text)?;
                 catalog.comments.insert((id, column), text);
@@ -45,63 +43,38 @@ impl Coordinator {
     fn comment_target(
         &self,
         session: &Session,
-        object_type: CommentObject,
-        object: &ObjectName,
+        target: &CommentTarget,
     ) -> Result<(GlobalId, u32), CoordError> {
         let search_path = session.search_path();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let expected = match object_type {
-            CommentObject::Table => Some(ItemKind::Table),
-            CommentObject::View => Some(ItemKind::View),
-            CommentObject::MaterializedView => Some(ItemKind::MaterializedView),
-            CommentObject::Index => Some(ItemKind::Index),
-            CommentObject::Schema => Some(ItemKind::Schema),
-            CommentObject::Column => None,
-            other => return Err(CoordError::Unsupported(format!("COMMENT ON {other}"))),
-        };
-        if let Some(kind) = expected {
-            let name = object_ref(object)?;
-            let found = match kind {
-                ItemKind::Schema => catalog.schema_item(&name.name),
-                _ => catalog.resolve(&name, &search_path),
-            };
-            let item = found.filter(|item| item.kind == kind).ok_or_else(|| {
-                CoordError::UnknownObject {
-                    kind: crate::catalog::kind_name(kind),
-                    name: name.name,
-                }
-            })?;
-            return Ok((item.id, 0));
-        }
-        let (relation, column) = match object.0.split_last() {
-            Some((ObjectNamePart::Identifier(column), relation)) if !relation.is_empty() => {
-                (ObjectName(relation.to_vec()), fold_ident(column))
-            }
-            _ => {
-                return Err(CoordError::Syntax(format!(
-                    "column name {object} must be qualified"
-                )))
-            }
-        };
-        let name = object_ref(&relation)?;
-        let item =
-            catalog
-                .resolve(&name, &search_path)
-                .ok_or_else(|| CoordError::UnknownObject {
-                    kind: "relation",
-                    name: name.name.clone(),
+        let (relation, column) = match target {
+            CommentTarget::Object { kind, name } => {
+                let kind = item_kind(*kind);
+                let found = match kind {
+                    ItemKind::Schema => catalog.schema_item(&name.name),
+                    _ => catalog.resolve(name, &search_path),
+                };
+                let item = found.filter(|item| item.kind == kind).ok_or_else(|| {
+                    CoordError::unknown(crate::catalog::kind_name(kind), name.name.clone())
                 })?;
-        let name = name.name;
+                return Ok((item.id, 0));
+            }
+            CommentTarget::Column { relation, column } => (relation, column),
+        };
+        let item = catalog
+            .resolve(relation, &search_path)
+            .ok_or_else(|| CoordError::unknown("relation", relation.name.clone()))?;
+        let name = &relation.name;
         let schema = match item.provider() {
             Some(provider) => provider.schema(),
             None => {
-                return Err(CoordError::UnknownColumn(format!(
+                return Err(CoordError::unknown_column(format!(
                     "\"{name}\" has no columns"
                 )))
             }
         };
-        let position = schema.index_of(&column).map_err(|_| {
-            CoordError::UnknownColumn(format!(
+        let position = schema.index_of(column).map_err(|_| {
+            CoordError::unknown_column(format!(
                 "column \"{column}\" of relation \"{name}\" does not exist"
             ))
         })?;

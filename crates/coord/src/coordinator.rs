@@ -7,14 +7,11 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use compute::ComputeController;
 use datafusion::execution::context::SessionState;
-use datafusion::sql::sqlparser::ast::Statement;
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use repr::{GlobalId, Timestamp};
+use sql::{ObjectKind, PlanContext, Statement};
 
 use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::error::CoordError;
-use crate::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::TableCodecs;
@@ -68,19 +65,6 @@ pub struct Coordinator {
     pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
-}
-
-/// Parses SQL text into statements.
-///
-/// Literals are normalized to spellings DataFusion's parsers accept (see
-/// [`crate::postgres_literals`]).
-pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, CoordError> {
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-        .map_err(|e| CoordError::Syntax(e.to_string()))?;
-    for statement in &mut statements {
-        crate::postgres_literals::normalize_literals(statement);
-    }
-    Ok(statements)
 }
 
 impl Coordinator {
@@ -166,62 +150,10 @@ impl Coordinator {
     pub async fn execute(
         &self,
         session: &mut Session,
-        statement: crate::Statement,
+        statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
         session.check_not_failed(&statement)?;
-        let result = match statement {
-            crate::Statement::Sql(statement) => {
-                let statement = self.prepare(session, statement);
-                self.dispatch(session, statement).await
-            }
-            crate::Statement::CreateSource(create) => self.create_source(session, create).await,
-            crate::Statement::DropSource(drop) => self.drop_source(session, drop).await,
-            crate::Statement::ShowCreateSource(name) => {
-                self.show_create(session, &name, Some(storage::ItemKind::Source))
-            }
-            crate::Statement::CreateTableFromSource(create) => {
-                self.create_table_from_source(session, create).await
-            }
-            crate::Statement::Subscribe(subscribe) => self
-                .subscribe(session, &subscribe)
-                .await
-                .map(ExecuteResponse::Subscribe),
-            crate::Statement::CopySubscribe { subscribe, options } => {
-                let options = crate::copy::CopyOptions::from_pairs(&options)?;
-                let subscription = self.subscribe(session, &subscribe).await?;
-                Ok(ExecuteResponse::CopySubscribe {
-                    subscription,
-                    options,
-                })
-            }
-            crate::Statement::CreateSubscription(create) => {
-                self.create_subscription(session, create).await
-            }
-            crate::Statement::CreateSink(create) => self.create_sink(session, create).await,
-            crate::Statement::DropSink { names, if_exists } => {
-                self.drop_items(session, storage::ItemKind::Sink, if_exists, names, false)
-                    .await
-            }
-            crate::Statement::DropSubscription { names, if_exists } => {
-                self.drop_items(
-                    session,
-                    storage::ItemKind::Subscription,
-                    if_exists,
-                    names,
-                    false,
-                )
-                .await
-            }
-            crate::Statement::DeclareSubscribe { name, subscribe } => {
-                self.declare_subscription(session, &name, &subscribe).await
-            }
-            crate::Statement::FetchWithTimeout { fetch, timeout } => match *fetch {
-                Statement::Fetch {
-                    name, direction, ..
-                } => self.fetch(session, &name, &direction, Some(timeout)).await,
-                other => Err(CoordError::Internal(format!("{other} is not a FETCH"))),
-            },
-        };
+        let result = self.dispatch(session, statement).await;
         if result.is_err() {
             session.fail_transaction();
         }
@@ -233,85 +165,62 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
-        crate::statement_checks::reject_bag_set_operations(&statement)?;
         match statement {
-            Statement::Query(_) => self.select(session, statement).await,
+            Statement::Select(query) => self.select(session, &query).await,
             Statement::Insert(insert) => self.insert(session, insert).await,
             Statement::Update(update) => self.update(session, update).await,
             Statement::Delete(delete) => self.delete(session, delete).await,
-            Statement::Copy { to: true, .. } => self.copy_to(session, statement).await,
-            Statement::Copy { .. } => self.start_copy(session, statement),
+            Statement::CopyFrom(copy) => self.start_copy(session, copy),
+            Statement::CopyTo(copy) => self.copy_to(session, copy).await,
             Statement::CreateTable(create) => self.create_table(session, create).await,
+            Statement::CreateTableFromSource(create) => {
+                self.create_table_from_source(session, create).await
+            }
             Statement::CreateView(create) => self.create_view(session, create).await,
             Statement::CreateIndex(create) => self.create_index(session, create).await,
-            Statement::CreateSchema {
-                schema_name,
-                if_not_exists,
-                ..
-            } => {
-                self.create_schema(session, schema_name, if_not_exists)
-                    .await
+            Statement::CreateSchema(create) => self.create_schema(session, create).await,
+            Statement::CreateSource(create) => self.create_source(session, create).await,
+            Statement::CreateSink(create) => self.create_sink(session, create).await,
+            Statement::CreateSubscription(create) => {
+                self.create_subscription(session, create).await
             }
-            Statement::Drop {
-                object_type,
-                if_exists,
-                names,
-                cascade,
-                ..
-            } => {
-                self.drop_objects(session, object_type, if_exists, names, cascade)
-                    .await
+            Statement::Drop(drop) if drop.kind == ObjectKind::Source => {
+                self.drop_source(session, drop).await
             }
-            Statement::StartTransaction { .. } => Ok(self.begin(session)),
-            Statement::Commit { .. } => self.commit(session).await,
-            Statement::Rollback {
-                savepoint: None, ..
-            } => Ok(self.rollback(session)),
-            Statement::Rollback {
-                savepoint: Some(name),
-                ..
-            } => self.rollback_to_savepoint(session, &name),
-            Statement::Savepoint { name } => self.savepoint(session, &name),
-            Statement::ReleaseSavepoint { name } => self.release_savepoint(session, &name),
-            Statement::Declare { stmts } => self.declare(session, stmts).await,
-            Statement::Fetch {
-                name, direction, ..
-            } => self.fetch(session, &name, &direction, None).await,
-            Statement::Close { cursor } => self.close_cursor(session, cursor),
-            Statement::Deallocate { name, .. } => Ok(ExecuteResponse::Deallocate {
-                name: (!name.value.eq_ignore_ascii_case("all") || name.quote_style.is_some())
-                    .then(|| name.value.clone()),
-            }),
-            Statement::Explain { statement, .. } => self.explain(session, *statement).await,
-            Statement::Comment {
-                object_type,
-                object_name,
-                comment,
-                ..
-            } => {
-                self.comment_on(session, object_type, object_name, comment)
-                    .await
+            Statement::Drop(drop) => self.drop_objects(session, drop).await,
+            Statement::Comment(comment) => self.comment_on(session, comment).await,
+            Statement::Begin => Ok(self.begin(session)),
+            Statement::Commit => self.commit(session).await,
+            Statement::Rollback => Ok(self.rollback(session)),
+            Statement::Savepoint(name) => self.savepoint(session, name),
+            Statement::ReleaseSavepoint(name) => self.release_savepoint(session, &name),
+            Statement::RollbackToSavepoint(name) => self.rollback_to_savepoint(session, &name),
+            Statement::Declare(declare) => self.declare(session, declare).await,
+            Statement::Fetch(fetch) => self.fetch(session, &fetch).await,
+            Statement::Close(cursor) => self.close_cursor(session, cursor),
+            Statement::Deallocate(name) => Ok(ExecuteResponse::Deallocate { name }),
+            Statement::Subscribe(subscribe) => self
+                .subscribe(session, &subscribe)
+                .await
+                .map(ExecuteResponse::Subscribe),
+            Statement::CopySubscribe { subscribe, options } => {
+                let subscription = self.subscribe(session, &subscribe).await?;
+                Ok(ExecuteResponse::CopySubscribe {
+                    subscription,
+                    options,
+                })
             }
-            other => self.show_or_set(session, other).await,
+            Statement::Explain(explain) => self.explain(session, explain).await,
+            Statement::Set(set) => Ok(self.set(session, set)),
+            Statement::Show(show) => self.show(session, show),
+            Statement::Discard => Ok(ExecuteResponse::command("DISCARD ALL")),
+            Statement::Rejected(error) => Err(error.into()),
         }
     }
 
-    /// Readies a statement for planning: resolves its relation names for the session's search
-    /// path and rewrites PostgreSQL syntax DataFusion does not plan.
-    pub(crate) fn prepare(&self, session: &Session, mut statement: Statement) -> Statement {
-        self.qualify_statement(session, &mut statement);
-        let target = match statement {
-            Statement::CreateView(_) => Target::View,
-            _ => Target::Read,
-        };
-        let aggregates = self.base_state.aggregate_functions();
-        let windows = self.base_state.window_functions();
-        let is_aggregate = |name: &str| {
-            aggregates.contains_key(name)
-                || windows.contains_key(name)
-                || name == crate::pg_functions::SINGLE_VALUE
-        };
-        rewrite_postgres_syntax(&mut statement, target, &is_aggregate);
-        statement
+    /// Where `session` plans statements that read nothing (DDL, subscriptions): the shared
+    /// planning state and the session's search path.
+    pub(crate) fn plan_context<'a>(&'a self, search_path: &'a [String]) -> PlanContext<'a> {
+        PlanContext::new(&self.base_state, search_path)
     }
 }

@@ -14,17 +14,13 @@ use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::sql::sqlparser::ast::{
-    CloseCursor, Declare, DeclareType, FetchDirection, Ident, Statement, Value,
-};
+use sql::{Declare, DeclareTarget, Fetch};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::{fold_ident, name_result_columns};
 use crate::response::ExecuteResponse;
 use crate::session::{Session, Transaction};
 use crate::subscribe::Subscription;
-use crate::subscribe_statements::Subscribe;
 
 /// An open cursor: the rows of its query not fetched yet.
 #[derive(Debug)]
@@ -86,156 +82,80 @@ impl Cursor {
 }
 
 impl Coordinator {
+    /// `DECLARE name CURSOR [WITH HOLD] FOR query | SUBSCRIBE …`. A cursor without HOLD (a
+    /// subscription's cursor is one) may only be declared inside a transaction block.
     pub(crate) async fn declare(
         &self,
         session: &mut Session,
-        declarations: Vec<Declare>,
+        declare: Declare,
     ) -> Result<ExecuteResponse, CoordError> {
-        let [declare] = declarations.as_slice() else {
-            return Err(CoordError::Unsupported(
-                "DECLARE of several cursors at once".into(),
-            ));
-        };
-        let (Some(DeclareType::Cursor), Some(query), [name]) = (
-            &declare.declare_type,
-            &declare.for_query,
-            declare.names.as_slice(),
-        ) else {
-            return Err(CoordError::Unsupported(
-                "DECLARE of anything but a cursor".into(),
-            ));
-        };
-        let name = fold_ident(name);
-        let with_hold = declare.hold == Some(true);
-        if !with_hold && !matches!(session.transaction, Transaction::Block(_)) {
+        if !declare.with_hold && !matches!(session.transaction, Transaction::Block(_)) {
             return Err(CoordError::NoTransaction("DECLARE CURSOR"));
         }
-        if session.cursors.contains_key(&name) {
+        if session.cursors.contains_key(&declare.name) {
             return Err(CoordError::DuplicateObject {
                 kind: "cursor",
-                name,
+                name: declare.name,
             });
         }
-        let mut query = query.clone();
-        name_result_columns(&mut query);
-        let (schema, batches) = self.run_query(session, Statement::Query(query)).await?;
-        session.cursors.insert(
-            name,
-            Cursor {
-                schema,
-                rows: batches.into(),
-                with_hold,
-                subscription: None,
-            },
-        );
+        let cursor = match &declare.target {
+            DeclareTarget::Query(query) => {
+                let (schema, batches) = self.run_query(session, query).await?;
+                Cursor {
+                    schema,
+                    rows: batches.into(),
+                    with_hold: declare.with_hold,
+                    subscription: None,
+                }
+            }
+            DeclareTarget::Subscribe(subscribe) => {
+                let subscription = self.subscribe(session, subscribe).await?;
+                Cursor {
+                    schema: subscription.schema.clone(),
+                    rows: VecDeque::new(),
+                    with_hold: false,
+                    subscription: Some(subscription),
+                }
+            }
+        };
+        session.cursors.insert(declare.name, cursor);
         Ok(ExecuteResponse::command("DECLARE CURSOR"))
     }
 
-    /// `DECLARE name CURSOR FOR SUBSCRIBE …` (inside a transaction block, as any cursor
-    /// without HOLD).
-    pub(crate) async fn declare_subscription(
-        &self,
-        session: &mut Session,
-        name: &Ident,
-        subscribe: &Subscribe,
-    ) -> Result<ExecuteResponse, CoordError> {
-        let name = fold_ident(name);
-        if !matches!(session.transaction, Transaction::Block(_)) {
-            return Err(CoordError::NoTransaction("DECLARE CURSOR"));
-        }
-        if session.cursors.contains_key(&name) {
-            return Err(CoordError::DuplicateObject {
-                kind: "cursor",
-                name,
-            });
-        }
-        let subscription = self.subscribe(session, subscribe).await?;
-        session.cursors.insert(
-            name,
-            Cursor {
-                schema: subscription.schema.clone(),
-                rows: VecDeque::new(),
-                with_hold: false,
-                subscription: Some(subscription),
-            },
-        );
-        Ok(ExecuteResponse::command("DECLARE CURSOR"))
-    }
-
-    /// `FETCH`; from a subscription's cursor it waits for rows, up to `timeout` if given.
+    /// `FETCH`; from a subscription's cursor it waits for rows, up to its timeout if given.
     pub(crate) async fn fetch(
         &self,
         session: &mut Session,
-        name: &Ident,
-        direction: &FetchDirection,
-        timeout: Option<Duration>,
+        fetch: &Fetch,
     ) -> Result<ExecuteResponse, CoordError> {
-        let count = fetch_count(direction)?;
-        let name = fold_ident(name);
         let cursor = session
             .cursors
-            .get_mut(&name)
-            .ok_or(CoordError::UnknownObject {
-                kind: "cursor",
-                name,
-            })?;
-        if count != Some(0) {
-            cursor.receive(timeout).await?;
+            .get_mut(&fetch.cursor)
+            .ok_or_else(|| CoordError::unknown("cursor", fetch.cursor.clone()))?;
+        if fetch.count != Some(0) {
+            cursor.receive(fetch.timeout).await?;
         }
-        let batches = cursor.fetch(count);
+        let batches = cursor.fetch(fetch.count);
         Ok(ExecuteResponse::Fetched {
             schema: cursor.schema.clone(),
             batches,
         })
     }
 
+    /// `CLOSE name`, or `CLOSE ALL` (`None`).
     pub(crate) fn close_cursor(
         &self,
         session: &mut Session,
-        cursor: CloseCursor,
+        cursor: Option<String>,
     ) -> Result<ExecuteResponse, CoordError> {
         match cursor {
-            CloseCursor::All => session.cursors.clear(),
-            CloseCursor::Specific { name } => {
-                let name = fold_ident(&name);
+            None => session.cursors.clear(),
+            Some(name) => {
                 if session.cursors.remove(&name).is_none() {
-                    return Err(CoordError::UnknownObject {
-                        kind: "cursor",
-                        name,
-                    });
+                    return Err(CoordError::unknown("cursor", name));
                 }
             }
         }
         Ok(ExecuteResponse::command("CLOSE CURSOR"))
-    }
-}
-
-/// How many rows a FETCH direction asks for (`None`: all). Only forward fetches exist:
-/// Fluxion's cursors do not scroll.
-fn fetch_count(direction: &FetchDirection) -> Result<Option<usize>, CoordError> {
-    let count = |value: &Value| -> Result<Option<usize>, CoordError> {
-        match value {
-            Value::Number(n, _) => n
-                .parse::<i64>()
-                .ok()
-                .and_then(|n| usize::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| {
-                    CoordError::Unsupported(format!("FETCH {n}: cursors only fetch forward"))
-                }),
-            other => Err(CoordError::InvalidStatement(format!(
-                "FETCH count {other} is not a number"
-            ))),
-        }
-    };
-    match direction {
-        FetchDirection::Next => Ok(Some(1)),
-        FetchDirection::All | FetchDirection::ForwardAll => Ok(None),
-        FetchDirection::Count { limit } => count(&limit.value),
-        FetchDirection::Forward { limit: None } => Ok(Some(1)),
-        FetchDirection::Forward { limit: Some(limit) } => count(&limit.value),
-        other => Err(CoordError::Unsupported(format!(
-            "FETCH {other}: cursors only fetch forward"
-        ))),
     }
 }

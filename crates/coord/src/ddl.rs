@@ -4,30 +4,27 @@
 //! every restart from the stored `create_sql`), recorded durably, then installed: put into the
 //! catalog and, for arranged items, given an input or a dataflow in compute.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use compute::{ArrangementLayout, DataflowDesc};
-use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::DFSchema;
 use datafusion::datasource::ViewTable;
-use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
-use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, CreateView, Expr as SqlExpr, ObjectName,
-    ObjectNamePart, ObjectType, SchemaName, Statement, TableConstraint,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use plan::Plan;
 use repr::{GlobalId, RelationDesc, Timestamp};
 use sql::catalog::KeyedArrangement;
 use sql::session::DEFAULT_SCHEMA;
+use sql::{
+    CreateIndex, CreateSchema, CreateTable, CreateView, Drop, ObjectKind, ObjectRef, PlanContext,
+    TableDefinition,
+};
 use storage::{CatalogItem, CatalogOp, ItemKind};
 
 use crate::catalog::{kind_name, relation_table, Item, ItemDetails};
-use crate::coordinator::{parse, Coordinator};
+use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::{fold_ident, name_result_columns, object_ref, sql_ident, ObjectRef};
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::TableCodecs;
@@ -62,14 +59,45 @@ pub(crate) struct PlannedIndex {
     pub columns: Vec<usize>,
 }
 
+impl PlannedTable {
+    /// The table `name` (qualified) with the columns, key and defaults of `definition`.
+    pub fn new(name: &ObjectRef, definition: TableDefinition) -> Self {
+        PlannedTable {
+            schema: name
+                .schema
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
+            name: name.name.clone(),
+            desc: definition.desc,
+            defaults: definition.defaults,
+            default_sql: definition.default_sql,
+            is_stream: false,
+        }
+    }
+}
+
+/// The item kind of an object kind.
+pub(crate) fn item_kind(kind: ObjectKind) -> ItemKind {
+    match kind {
+        ObjectKind::Table => ItemKind::Table,
+        ObjectKind::View => ItemKind::View,
+        ObjectKind::MaterializedView => ItemKind::MaterializedView,
+        ObjectKind::Index => ItemKind::Index,
+        ObjectKind::Schema => ItemKind::Schema,
+        ObjectKind::Source => ItemKind::Source,
+        ObjectKind::Sink => ItemKind::Sink,
+        ObjectKind::Subscription => ItemKind::Subscription,
+    }
+}
+
 impl Coordinator {
     pub(crate) async fn create_table(
         &self,
         session: &mut Session,
         mut create: CreateTable,
     ) -> Result<ExecuteResponse, CoordError> {
-        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
-        let create_sql = Statement::CreateTable(create.clone()).to_string();
+        create.name = self.name_for_new_item(session, &create.name)?;
+        let create_sql = create.to_sql();
         let planned = self.plan_table(&create)?;
         let _sequencer = self.sequencer.lock().await;
         self.record_table(
@@ -121,8 +149,10 @@ impl Coordinator {
         session: &mut Session,
         mut create: CreateView,
     ) -> Result<ExecuteResponse, CoordError> {
-        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
-        let create_sql = Statement::CreateView(create.clone()).to_string();
+        create.name = self.name_for_new_item(session, &create.name)?;
+        let search_path = session.search_path();
+        create.prepare(&self.plan_context(&search_path))?;
+        let create_sql = create.to_sql();
         let kind = if create.materialized {
             ItemKind::MaterializedView
         } else {
@@ -133,10 +163,6 @@ impl Coordinator {
         } else {
             "CREATE VIEW"
         };
-        if create.or_replace {
-            return Err(CoordError::Unsupported("CREATE OR REPLACE VIEW".into()));
-        }
-        crate::statement_checks::reject_bag_set_operations(&Statement::CreateView(create.clone()))?;
         let planned = self.plan_view(&create).await?;
         let _sequencer = self.sequencer.lock().await;
         if self.exists(
@@ -184,12 +210,9 @@ impl Coordinator {
         session: &mut Session,
         mut create: CreateIndex,
     ) -> Result<ExecuteResponse, CoordError> {
-        let on = self.resolve_item(session, &create.table_name)?;
-        create.table_name = qualified_name(&ObjectRef {
-            schema: Some(on.schema.clone()),
-            name: on.name.clone(),
-        });
-        let create_sql = Statement::CreateIndex(create.clone()).to_string();
+        let on = self.resolve_item(session, &create.on)?;
+        create.on = ObjectRef::qualified(&on.schema, &on.name);
+        let create_sql = create.to_sql();
         let planned = self.plan_index(&create)?;
         let _sequencer = self.sequencer.lock().await;
         if self.exists(
@@ -226,22 +249,12 @@ impl Coordinator {
     pub(crate) async fn create_schema(
         &self,
         session: &mut Session,
-        name: SchemaName,
-        if_not_exists: bool,
+        create: CreateSchema,
     ) -> Result<ExecuteResponse, CoordError> {
-        let name = match &name {
-            SchemaName::Simple(name) | SchemaName::NamedAuthorization(name, _) => {
-                match object_ref(name)? {
-                    ObjectRef { schema: None, name } => name,
-                    ObjectRef { .. } => {
-                        return Err(CoordError::Unsupported(format!(
-                            "CREATE SCHEMA {name}: schemas of other databases"
-                        )))
-                    }
-                }
-            }
-            SchemaName::UnnamedAuthorization(role) => fold_ident(role),
-        };
+        let CreateSchema {
+            name,
+            if_not_exists,
+        } = create;
         let _sequencer = self.sequencer.lock().await;
         let taken = {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
@@ -261,7 +274,7 @@ impl Coordinator {
                 name,
             });
         }
-        let create_sql = format!("CREATE SCHEMA {}", sql_ident(&name));
+        let create_sql = format!("CREATE SCHEMA {}", sql::quote_ident(&name));
         let id = self.record_item("", &name, ItemKind::Schema, &create_sql, Vec::new())?;
         self.install_schema(id, &name, &create_sql);
         Ok(ExecuteResponse::command("CREATE SCHEMA"))
@@ -331,123 +344,12 @@ impl Coordinator {
         Ok(id)
     }
 
+    /// Plans a table from its statement (whose name is qualified).
     pub(crate) fn plan_table(&self, create: &CreateTable) -> Result<PlannedTable, CoordError> {
-        if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
-            return Err(CoordError::Unsupported(
-                "CREATE TABLE … AS / LIKE / CLONE".into(),
-            ));
-        }
-        if create.temporary || create.external {
-            return Err(CoordError::Unsupported(
-                "temporary and external tables".into(),
-            ));
-        }
-        let (schema_name, name) = stored_name(&create.name)?;
-        let mut primary_key: Option<Vec<String>> = None;
-        let mut set_primary_key = |columns: Vec<String>| {
-            if primary_key.is_some() {
-                return Err(CoordError::InvalidStatement(format!(
-                    "multiple primary keys for table \"{name}\" are not allowed"
-                )));
-            }
-            primary_key = Some(columns);
-            Ok(())
-        };
-        let mut columns: Vec<(String, &datafusion::sql::sqlparser::ast::DataType, bool)> =
-            Vec::new();
-        let mut default_sql: Vec<(String, SqlExpr)> = Vec::new();
-        for column in &create.columns {
-            let column_name = fold_ident(&column.name);
-            if columns.iter().any(|(n, _, _)| *n == column_name) {
-                return Err(CoordError::DuplicateColumn(column_name));
-            }
-            let mut nullable = true;
-            for option in &column.options {
-                match &option.option {
-                    ColumnOption::Null => nullable = true,
-                    ColumnOption::NotNull => nullable = false,
-                    ColumnOption::Default(expr) => {
-                        default_sql.push((column_name.clone(), expr.clone()))
-                    }
-                    ColumnOption::PrimaryKey(_) => set_primary_key(vec![column_name.clone()])?,
-                    other => {
-                        return Err(CoordError::Unsupported(format!(
-                            "column constraint {other} (only NOT NULL, DEFAULT and PRIMARY KEY)"
-                        )))
-                    }
-                }
-            }
-            columns.push((column_name, &column.data_type, nullable));
-        }
-        for constraint in &create.constraints {
-            match constraint {
-                TableConstraint::PrimaryKey(key) => set_primary_key(
-                    key.columns
-                        .iter()
-                        .map(|c| match &c.column.expr {
-                            SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
-                            other => Err(CoordError::Unsupported(format!(
-                                "primary key on expression {other}"
-                            ))),
-                        })
-                        .collect::<Result<_, _>>()?,
-                )?,
-                other => {
-                    return Err(CoordError::Unsupported(format!(
-                        "table constraint {other} (only PRIMARY KEY)"
-                    )))
-                }
-            }
-        }
-        let key_positions = primary_key
-            .map(|key| {
-                key.iter()
-                    .map(|k| {
-                        columns.iter().position(|(n, _, _)| n == k).ok_or_else(|| {
-                            CoordError::UnknownColumn(format!(
-                                "column \"{k}\" named in key does not exist"
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .transpose()?;
-        let fields = columns
-            .iter()
-            .enumerate()
-            .map(|(i, (n, t, nullable))| {
-                let in_key = key_positions.as_ref().is_some_and(|k| k.contains(&i));
-                sql::types::column_field(n, t, *nullable && !in_key)
-            })
-            .collect::<Result<Vec<Field>, _>>()?;
-        let schema = Arc::new(Schema::new(fields));
-        let mut defaults = HashMap::new();
-        let empty = DFSchema::empty();
-        let default_text: HashMap<String, String> = default_sql
-            .iter()
-            .map(|(c, e)| (c.clone(), e.to_string()))
-            .collect();
-        for (column, expr) in default_sql {
-            let logical = self
-                .base_state
-                .create_logical_expr(&expr.to_string(), &empty)?;
-            let data_type = schema
-                .field_with_name(&column)
-                .map_err(|e| CoordError::Internal(e.to_string()))?
-                .data_type();
-            defaults.insert(column, logical.cast_to(data_type, &empty)?);
-        }
-        Ok(PlannedTable {
-            schema: schema_name,
-            name,
-            desc: RelationDesc {
-                schema,
-                primary_key: key_positions,
-            },
-            defaults,
-            default_sql: default_text,
-            is_stream: false,
-        })
+        Ok(PlannedTable::new(
+            &create.name,
+            create.plan(&self.base_state)?,
+        ))
     }
 
     /// Makes a table (or a source: `kind`) readable and writable: its codecs, its input and
@@ -498,37 +400,20 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Plans a view from its statement (whose name is qualified and whose query is
+    /// prepared).
     pub(crate) async fn plan_view(&self, create: &CreateView) -> Result<PlannedView, CoordError> {
-        let (schema, name) = stored_name(&create.name)?;
-        let mut query = create.query.clone();
-        name_result_columns(&mut query);
-        let query = if create.columns.is_empty() {
-            Statement::Query(query)
-        } else {
-            let names = create
-                .columns
-                .iter()
-                .map(|c| format!("\"{}\"", fold_ident(&c.name)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            parse(&format!(
-                "SELECT * FROM ({query}) AS __fluxion_view({names})"
-            ))?
-            .pop()
-            .ok_or_else(|| CoordError::Internal("renamed view query vanished".into()))?
-        };
-        let logical = self.plan_statement(&self.base_state, query).await?;
-        let mut seen = HashSet::new();
-        for field in logical.schema().fields() {
-            let name = crate::naming::display_name(field.name());
-            if !seen.insert(name.to_string()) {
-                return Err(CoordError::DuplicateColumn(name.to_string()));
-            }
-        }
+        let logical = create
+            .plan(&PlanContext::new(&self.base_state, &[]))
+            .await?;
         let depends_on = self.referenced_items(&logical);
         Ok(PlannedView {
-            schema,
-            name,
+            schema: create
+                .name
+                .schema
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
+            name: create.name.name.clone(),
             logical,
             depends_on,
         })
@@ -624,62 +509,39 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Plans an index from its statement (whose relation is qualified).
     pub(crate) fn plan_index(&self, create: &CreateIndex) -> Result<PlannedIndex, CoordError> {
-        let (schema, on_name) = stored_name(&create.table_name)?;
+        let schema = create
+            .on
+            .schema
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+        let on_name = &create.on.name;
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let on = catalog
-            .by_name(&schema, &on_name)
-            .ok_or_else(|| CoordError::UnknownObject {
-                kind: "relation",
-                name: on_name.clone(),
-            })?;
+            .by_name(&schema, on_name)
+            .ok_or_else(|| CoordError::unknown("relation", on_name.clone()))?;
         let relation = on.relation().ok_or_else(|| CoordError::WrongObjectType {
             name: on_name.clone(),
             expected: "a table or materialized view",
             hint: Some("indexes arrange stored relations; create a materialized view first".into()),
         })?;
-        if create.predicate.is_some() || create.unique || !create.include.is_empty() {
-            return Err(CoordError::Unsupported(
-                "partial, unique and covering indexes".into(),
-            ));
-        }
         let columns = create
             .columns
             .iter()
-            .map(|c| match &c.column.expr {
-                SqlExpr::Identifier(ident) => {
-                    let column = fold_ident(ident);
-                    relation.desc.schema.index_of(&column).map_err(|_| {
-                        CoordError::UnknownColumn(format!("column \"{column}\" does not exist"))
-                    })
-                }
-                other => Err(CoordError::Unsupported(format!(
-                    "index on expression {other}"
-                ))),
+            .map(|column| {
+                relation.desc.schema.index_of(column).map_err(|_| {
+                    CoordError::unknown_column(format!("column \"{column}\" does not exist"))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if columns.is_empty() {
-            return Err(CoordError::InvalidStatement(
-                "an index needs at least one column".into(),
-            ));
-        }
-        let name = match &create.name {
-            Some(name) => match object_ref(name)? {
-                ObjectRef { schema: None, name } => name,
-                ObjectRef { .. } => {
-                    return Err(CoordError::Syntax(format!(
-                        "an index name cannot be qualified (\"{name}\"): an index lives in the schema of its relation"
-                    )))
-                }
-            },
-            None => {
-                let column_names: Vec<&str> = columns
-                    .iter()
-                    .map(|&c| relation.desc.schema.field(c).name().as_str())
-                    .collect();
-                format!("{on_name}_{}_idx", column_names.join("_"))
-            }
-        };
+        let name = create.name.clone().unwrap_or_else(|| {
+            let column_names: Vec<&str> = columns
+                .iter()
+                .map(|&c| relation.desc.schema.field(c).name().as_str())
+                .collect();
+            format!("{on_name}_{}_idx", column_names.join("_"))
+        });
         Ok(PlannedIndex {
             schema,
             name,
@@ -733,24 +595,26 @@ impl Coordinator {
         Ok(())
     }
 
+    /// `DROP TABLE | VIEW | … | SINK | SUBSCRIPTION` (`DROP SOURCE` is [`Self::drop_source`]).
     pub(crate) async fn drop_objects(
         &self,
         session: &mut Session,
-        object_type: ObjectType,
-        if_exists: bool,
-        names: Vec<ObjectName>,
-        cascade: bool,
+        drop: Drop,
     ) -> Result<ExecuteResponse, CoordError> {
-        let expected_kind = match object_type {
-            ObjectType::Table => ItemKind::Table,
-            ObjectType::View => ItemKind::View,
-            ObjectType::MaterializedView => ItemKind::MaterializedView,
-            ObjectType::Index => ItemKind::Index,
-            ObjectType::Schema => ItemKind::Schema,
-            other => return Err(CoordError::Unsupported(format!("DROP {other}"))),
-        };
-        self.drop_items(session, expected_kind, if_exists, names, cascade)
-            .await
+        if !drop.options.is_empty() {
+            return Err(CoordError::invalid(format!(
+                "DROP {} takes no options",
+                kind_name(item_kind(drop.kind)).to_uppercase()
+            )));
+        }
+        self.drop_items(
+            session,
+            item_kind(drop.kind),
+            drop.if_exists,
+            drop.names,
+            drop.cascade,
+        )
+        .await
     }
 
     /// Drops the items of kind `expected_kind` named `names` (and, with `cascade`, what
@@ -760,7 +624,7 @@ impl Coordinator {
         session: &mut Session,
         expected_kind: ItemKind,
         if_exists: bool,
-        names: Vec<ObjectName>,
+        names: Vec<ObjectRef>,
         cascade: bool,
     ) -> Result<ExecuteResponse, CoordError> {
         let search_path = session.search_path();
@@ -780,11 +644,10 @@ impl Coordinator {
         let mut to_drop: Vec<GlobalId> = Vec::new();
         {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-            for name in &names {
-                let name = object_ref(name)?;
+            for name in names {
                 let found = if expected_kind == ItemKind::Schema {
                     if name.schema.is_none() && name.name == DEFAULT_SCHEMA {
-                        return Err(CoordError::Unsupported("dropping the schema public".into()));
+                        return Err(CoordError::unsupported("dropping the schema public"));
                     }
                     catalog.schema_item(&name.name)
                 } else {
@@ -800,10 +663,7 @@ impl Coordinator {
                         );
                         continue;
                     }
-                    return Err(CoordError::UnknownObject {
-                        kind: type_name,
-                        name,
-                    });
+                    return Err(CoordError::unknown(type_name, name));
                 };
                 if item.kind != expected_kind {
                     return Err(CoordError::WrongObjectType {
@@ -889,21 +749,12 @@ impl Coordinator {
     }
 }
 
-/// The schema and name of a stored item's SQL (`public` for names stored unqualified).
-pub(crate) fn stored_name(name: &ObjectName) -> Result<(String, String), CoordError> {
-    let name = object_ref(name)?;
-    Ok((
-        name.schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
-        name.name,
-    ))
-}
-
-/// The SQL name of a resolved object.
-pub(crate) fn qualified_name(name: &ObjectRef) -> ObjectName {
-    let mut parts = Vec::new();
-    if let Some(schema) = &name.schema {
-        parts.push(ObjectNamePart::Identifier(sql_ident(schema)));
-    }
-    parts.push(ObjectNamePart::Identifier(sql_ident(&name.name)));
-    ObjectName(parts)
+/// The schema and name of a stored item's name (`public` for a name stored unqualified).
+pub(crate) fn stored_name(name: &ObjectRef) -> (String, String) {
+    (
+        name.schema
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
+        name.name.clone(),
+    )
 }

@@ -23,20 +23,19 @@ use std::time::Duration;
 use compute::SubscriptionUpdates;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::sql::sqlparser::ast::ObjectName;
 use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
 use storage::{CatalogOp, ChangeLog, ItemKind};
 use tokio::sync::{mpsc, watch};
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
-use crate::ddl::{qualified_name, stored_name};
+use crate::ddl::stored_name;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::subscribe::{output_schema, DataflowGuard, OutputShape, Subscription, HANDOFF_BATCHES};
-use crate::subscribe_statements::{CreateSubscription, Subscribe, SubscribeTarget};
 use crate::timestamps::wall_clock_ms;
+use sql::{CreateSubscription, ObjectRef, Subscribe, SubscribeTarget};
 
 /// The running durable subscriptions (or sinks' change logs: see [`crate::sinks`]).
 #[derive(Debug)]
@@ -143,9 +142,9 @@ impl Coordinator {
         session: &mut Session,
         mut create: CreateSubscription,
     ) -> Result<ExecuteResponse, CoordError> {
-        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
+        create.name = self.name_for_new_item(session, &create.name)?;
         let from = self.resolve_watched(session, &mut create.from)?;
-        let (schema, name) = stored_name(&create.name)?;
+        let (schema, name) = stored_name(&create.name);
         let create_sql = create.to_string();
         let _sequencer = self.sequencer.lock().await;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
@@ -174,7 +173,7 @@ impl Coordinator {
     pub(crate) fn resolve_watched(
         &self,
         session: &Session,
-        name: &mut ObjectName,
+        name: &mut ObjectRef,
     ) -> Result<Item, CoordError> {
         let item = self.resolve_item(session, name)?;
         if item.relation().is_none() && item.kind != ItemKind::View {
@@ -184,10 +183,7 @@ impl Coordinator {
                 hint: None,
             });
         }
-        *name = qualified_name(&crate::naming::ObjectRef {
-            schema: Some(item.schema.clone()),
-            name: item.name.clone(),
-        });
+        *name = ObjectRef::qualified(&item.schema, &item.name);
         Ok(item)
     }
 
@@ -201,7 +197,7 @@ impl Coordinator {
         create: &CreateSubscription,
         from: GlobalId,
     ) -> Result<(), CoordError> {
-        let (schema, name) = stored_name(&create.name)?;
+        let (schema, name) = stored_name(&create.name);
         self.catalog
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -225,7 +221,7 @@ impl Coordinator {
         &self,
         registry: &Arc<DurableSubscriptions>,
         id: GlobalId,
-        from: &ObjectName,
+        from: &ObjectRef,
         retention: Duration,
     ) -> Result<Arc<SubscriptionLog>, CoordError> {
         let target = Subscribe {
@@ -239,7 +235,7 @@ impl Coordinator {
             .await?;
         let query_schema = plan.schema().clone();
         let codec = RowCodec::new(query_schema.clone())
-            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+            .map_err(|e| CoordError::unsupported(e.to_string()))?;
         let dir = registry.dir.clone();
         let kind = registry.kind;
         let log = tokio::task::spawn_blocking(move || ChangeLog::open_recovering(&dir, kind, id))
@@ -303,7 +299,7 @@ impl Coordinator {
         subscribe: &Subscribe,
     ) -> Result<Subscription, CoordError> {
         let as_of = match &subscribe.as_of {
-            Some(expr) => self.evaluate_as_of(expr).await?.saturating_sub(1),
+            Some(as_of) => as_of.evaluate(&self.base_state).await?.saturating_sub(1),
             None => self.oracle.read_time(),
         };
         let earliest = subscription.earliest.load(Ordering::Acquire);
@@ -315,7 +311,7 @@ impl Coordinator {
             )));
         }
         let codec = RowCodec::new(subscription.query_schema.clone())
-            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+            .map_err(|e| CoordError::unsupported(e.to_string()))?;
         let shape = OutputShape {
             schema: output_schema(&subscription.query_schema, subscribe.progress),
             codec,
@@ -335,8 +331,8 @@ impl Coordinator {
         items: &[storage::CatalogItem],
     ) -> Result<(), CoordError> {
         for item in items.iter().filter(|i| i.kind == ItemKind::Subscription) {
-            let Some(crate::Statement::CreateSubscription(create)) =
-                crate::statement::parse(&item.create_sql)?.pop()
+            let Some(sql::Statement::CreateSubscription(create)) =
+                sql::parse(&item.create_sql)?.pop()
             else {
                 return Err(CoordError::Internal(format!(
                     "stored SQL of {} is not CREATE SUBSCRIPTION",
@@ -582,7 +578,7 @@ fn fold_history(subscription: &SubscriptionLog) -> Result<(), CoordError> {
         return Ok(());
     }
     let codec = RowCodec::new(subscription.query_schema.clone())
-        .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+        .map_err(|e| CoordError::unsupported(e.to_string()))?;
     let mut folded = Vec::new();
     for batch in &old {
         folded.extend(encode(&codec, batch)?);

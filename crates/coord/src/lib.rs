@@ -1,7 +1,8 @@
 //! The coordinator: the brain between clients and the dataflow engine.
 //!
 //! It owns the catalog, the timeline (timestamp oracle and read holds), and the durable
-//! catalog and log. Statements arrive parsed; DDL changes the catalog and creates or drops
+//! catalog and log. Statements arrive typed from the SQL front end (`sql`), whose planner it
+//! calls with the session's context; DDL changes the catalog and creates or drops
 //! dataflows, writes are logged durably and then fed to compute at one timestamp per
 //! transaction (append-only sources go to stream logs of their own and are fed to the
 //! dataflows that read them), and reads run DataFusion over snapshots peeked from
@@ -10,7 +11,6 @@
 //! Nothing here knows the wire protocol: results are Arrow batches and command tags, errors
 //! are [`CoordError`]s that the server maps to SQLSTATEs.
 
-mod bind;
 mod catalog;
 mod checkpoint;
 mod comments;
@@ -20,38 +20,30 @@ mod copy;
 mod copy_to;
 mod cursors;
 mod ddl;
+mod describe;
 mod durable_subscriptions;
 mod error;
 mod name_resolution;
-mod naming;
 mod oids;
 mod pg_functions;
-mod postgres_literals;
-mod postgres_syntax;
 mod query_context;
 mod read;
 mod recovery;
 mod response;
 mod session;
 mod show;
-mod sink_statements;
 mod sinks;
-mod source_statements;
 mod sources;
-mod statement;
-mod statement_checks;
 mod streams;
 mod subscribe;
-mod subscribe_statements;
 mod system_catalog;
 mod table_rows;
 mod timestamps;
 mod transactions;
 mod write;
 
-pub use bind::{bind_parameters, StatementDesc};
 pub use coordinator::{CoordConfig, Coordinator};
-pub use copy::{CopyFormat, CopyOptions};
+pub use describe::StatementDesc;
 pub use error::CoordError;
 pub use response::ExecuteResponse;
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
@@ -63,11 +55,8 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
     Session::new(user, 0, startup).reported_settings()
 }
 
-pub use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
-pub use source_statements::{CreateSource, DropSource};
-pub use statement::{parse, Statement};
+pub use sql::{parse, CopyFormat, CopyOptions, SqlError, Statement, TransactionEffect};
 pub use subscribe::Subscription;
-pub use subscribe_statements::{CreateSubscription, Subscribe, SubscribeTarget};
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
 pub const SERVER_VERSION: &str = "15.8";

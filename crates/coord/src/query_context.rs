@@ -9,18 +9,19 @@
 use std::sync::{Arc, Mutex, RwLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Int64Type, SchemaRef};
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
-use repr::pg_type::PG_TYPE_OID_KEY;
 use sql::catalog::SnapshotContext;
 use sql::correlated_subqueries::with_correlated_subqueries;
 
 use crate::catalog::{read, Catalog};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::pg_functions::{self, FunctionEnv, KeywordsFunction, RegKind};
+use sql::RegKind;
+
+use crate::pg_functions::{self, FunctionEnv, KeywordsFunction};
 use crate::read::ArrangementReader;
 use crate::session::{PendingWrites, Session};
 use crate::system_catalog::{CatalogSnapshot, SessionInfo};
@@ -31,6 +32,13 @@ pub(crate) struct QueryContext {
     pub state: SessionState,
     pub hold: ReadHold,
     session: Arc<SessionInfo>,
+}
+
+impl QueryContext {
+    /// Where the query is planned: this context's state and its session's search path.
+    pub fn plan_context(&self) -> sql::PlanContext<'_> {
+        sql::PlanContext::new(&self.state, &self.session.search_path)
+    }
 }
 
 impl Coordinator {
@@ -102,7 +110,6 @@ fn register_functions(state: &mut SessionState, env: &FunctionEnv) {
         // Registering replaces DataFusion's function of the same name (`version`).
         let _ = state.register_udf(Arc::new(function));
     }
-    let _ = state.register_udaf(Arc::new(pg_functions::single_value_udaf()));
     state.register_udtf("pg_get_keywords", Arc::new(KeywordsFunction));
     state.register_udtf(
         "pg_options_to_table",
@@ -137,14 +144,14 @@ impl QueryContext {
             .fields()
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| reg_kind_of(f).map(|k| (i, k)))
+            .filter_map(|(i, f)| sql::reg_kind_of(f).map(|k| (i, k)))
             .collect();
         if reg_columns.is_empty() {
             return Ok(batches);
         }
         let catalog = read(catalog);
         let snapshot = CatalogSnapshot::of(&catalog);
-        let displayed = displayed_schema(schema);
+        let displayed = sql::displayed_schema(schema);
         batches
             .into_iter()
             .map(|batch| {
@@ -174,28 +181,4 @@ impl QueryContext {
             })
             .collect()
     }
-}
-
-/// The reg type a column holds, if any.
-fn reg_kind_of(field: &Field) -> Option<RegKind> {
-    let oid = field.metadata().get(PG_TYPE_OID_KEY)?.parse().ok()?;
-    RegKind::from_type_oid(oid).filter(|_| field.data_type() == &DataType::Int64)
-}
-
-/// The schema of a result as clients see it: Postgres's column names, and reg-type columns as
-/// the text of their names.
-pub(crate) fn displayed_schema(schema: &SchemaRef) -> SchemaRef {
-    let named = crate::naming::display_schema(schema);
-    if !named.fields().iter().any(|f| reg_kind_of(f).is_some()) {
-        return named;
-    }
-    let fields: Vec<Field> = named
-        .fields()
-        .iter()
-        .map(|f| match reg_kind_of(f) {
-            Some(_) => Field::new(f.name(), DataType::Utf8, true),
-            None => f.as_ref().clone(),
-        })
-        .collect();
-    Arc::new(Schema::new_with_metadata(fields, named.metadata().clone()))
 }

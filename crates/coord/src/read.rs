@@ -18,14 +18,11 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::Statement;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::streams::{StreamScan, Streams};
@@ -178,45 +175,31 @@ pub(crate) async fn execute_plan(
 }
 
 impl Coordinator {
-    /// Plans a statement in a planning session (no reads happen).
-    pub(crate) async fn plan_statement(
-        &self,
-        state: &SessionState,
-        statement: Statement,
-    ) -> Result<LogicalPlan, CoordError> {
-        Ok(state
-            .statement_to_plan(DfStatement::Statement(Box::new(statement)))
-            .await?)
-    }
-
     /// Runs a query and collects its rows.
     pub(crate) async fn run_query(
         &self,
         session: &mut Session,
-        statement: Statement,
+        query: &sql::Query,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
         let overlay = match &session.transaction {
             Transaction::Block(block) => block.writes.clone(),
             _ => PendingWrites::default(),
         };
         let context = self.query_context(session, &overlay);
-        let plan = self.plan_statement(&context.state, statement).await?;
+        let plan = query.plan(&context.plan_context()).await?;
         let (schema, batches) = execute_plan(&context.state, plan).await?;
         let batches = context.display_reg_types(&self.catalog, &schema, batches)?;
         context.apply_changed_settings(session);
         drop(context.hold);
-        Ok((crate::query_context::displayed_schema(&schema), batches))
+        Ok((sql::displayed_schema(&schema), batches))
     }
 
     pub(crate) async fn select(
         &self,
         session: &mut Session,
-        mut statement: Statement,
+        query: &sql::Query,
     ) -> Result<ExecuteResponse, CoordError> {
-        if let Statement::Query(query) = &mut statement {
-            name_result_columns(query);
-        }
-        let (schema, batches) = self.run_query(session, statement).await?;
+        let (schema, batches) = self.run_query(session, query).await?;
         Ok(ExecuteResponse::Rows { schema, batches })
     }
 }

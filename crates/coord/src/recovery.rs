@@ -15,9 +15,10 @@ use compute::PeekFilter;
 use repr::{GlobalId, Timestamp};
 use storage::{ItemKind, WalRecord};
 
-use crate::coordinator::{parse, Coordinator};
+use sql::Statement;
+
+use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use datafusion::sql::sqlparser::ast::Statement;
 
 impl Coordinator {
     /// Rebuilds all items and replays `records`, the last of which is at `floor`.
@@ -34,9 +35,9 @@ impl Coordinator {
         self.install_source_errors()?;
         let mut tables = 0;
         for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
-            let create = match crate::statement::parse(&item.create_sql)?.pop() {
-                Some(crate::Statement::Sql(Statement::CreateTable(create))) => create,
-                Some(crate::Statement::CreateTableFromSource(from)) => from.create,
+            let create = match sql::parse(&item.create_sql)?.pop() {
+                Some(Statement::CreateTable(create)) => create,
+                Some(Statement::CreateTableFromSource(from)) => from.table,
                 _ => {
                     return Err(CoordError::Internal(format!(
                         "stored SQL of {} is not CREATE TABLE",
@@ -58,9 +59,7 @@ impl Coordinator {
         self.streams.set_committed_ends(&records);
         let mut sources = Vec::new();
         for item in items.iter().filter(|i| i.kind == ItemKind::Source) {
-            let Some(crate::Statement::CreateSource(create)) =
-                crate::statement::parse(&item.create_sql)?.pop()
-            else {
+            let Some(Statement::CreateSource(create)) = sql::parse(&item.create_sql)?.pop() else {
                 return Err(CoordError::Internal(format!(
                     "stored SQL of {} is not CREATE SOURCE",
                     item.name
@@ -92,7 +91,7 @@ impl Coordinator {
             )
         });
         for item in derived {
-            let statement = parse(&item.create_sql)?.pop().ok_or_else(|| {
+            let statement = sql::parse(&item.create_sql)?.pop().ok_or_else(|| {
                 CoordError::Internal(format!("stored SQL of {} is empty", item.name))
             })?;
             match (item.kind, statement) {

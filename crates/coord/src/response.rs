@@ -1,8 +1,8 @@
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::copy::{CopyFormat, CopyOptions};
 use crate::subscribe::Subscription;
+use sql::{CopyFormat, CopyOptions};
 
 /// What executing one statement produced.
 #[derive(Debug)]

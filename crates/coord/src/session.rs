@@ -6,8 +6,6 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 
 use datafusion::arrow::datatypes::SchemaRef;
 
-use datafusion::sql::sqlparser::ast::Statement;
-
 use crate::copy::CopyPlan;
 use crate::cursors::Cursor;
 use crate::error::CoordError;
@@ -242,13 +240,11 @@ impl Session {
     }
 
     /// Refuses every statement but ROLLBACK (to a savepoint) and COMMIT in a failed block.
-    pub(crate) fn check_not_failed(&self, statement: &crate::Statement) -> Result<(), CoordError> {
-        let ends_block = matches!(
-            statement,
-            crate::Statement::Sql(Statement::Rollback { .. } | Statement::Commit { .. })
-        );
+    pub(crate) fn check_not_failed(&self, statement: &sql::Statement) -> Result<(), CoordError> {
         match self.transaction {
-            Transaction::Failed(_) if !ends_block => Err(CoordError::InFailedTransaction),
+            Transaction::Failed(_) if !statement.may_run_after_failure() => {
+                Err(CoordError::InFailedTransaction)
+            }
             _ => Ok(()),
         }
     }

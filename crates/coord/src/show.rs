@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::sql::sqlparser::ast::{Expr, ObjectName, Set, Statement, Value, ValueWithSpan};
+use sql::{Explain, ObjectRef, Set, Show};
 use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
+use crate::ddl::item_kind;
 use crate::error::CoordError;
-use crate::naming::name_result_columns;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 
@@ -39,38 +39,16 @@ pub(crate) fn text_rows(columns: &[&str], rows: Vec<Vec<String>>) -> ExecuteResp
 }
 
 impl Coordinator {
-    pub(crate) async fn show_or_set(
+    /// `SHOW`.
+    pub(crate) fn show(
         &self,
-        session: &mut Session,
-        statement: Statement,
+        session: &Session,
+        show: Show,
     ) -> Result<ExecuteResponse, CoordError> {
-        match statement {
-            Statement::Set(set) => self.set(session, set),
-            Statement::ShowVariable { variable } => {
-                let name = variable
-                    .iter()
-                    .map(|i| i.value.to_lowercase())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                self.show(session, &name)
-            }
-            Statement::ShowTables { .. } => Ok(self.list(ItemKind::Table)),
-            Statement::ShowViews { materialized, .. } => Ok(self.list(if materialized {
-                ItemKind::MaterializedView
-            } else {
-                ItemKind::View
-            })),
-            Statement::ShowCreate { obj_name, .. } => self.show_create(session, &obj_name, None),
-            Statement::Discard { .. } => Ok(ExecuteResponse::command("DISCARD ALL")),
-            other => Err(CoordError::Unsupported(format!(
-                "statement {}",
-                other
-                    .to_string()
-                    .split_whitespace()
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ))),
+        match show {
+            Show::Variable(name) => self.show_variable(session, &name),
+            Show::Objects(kind) => Ok(self.list(item_kind(kind))),
+            Show::Create { name, kind } => self.show_create(session, &name, kind.map(item_kind)),
         }
     }
 
@@ -79,7 +57,7 @@ impl Coordinator {
     pub(crate) fn show_create(
         &self,
         session: &Session,
-        name: &ObjectName,
+        name: &ObjectRef,
         kind: Option<ItemKind>,
     ) -> Result<ExecuteResponse, CoordError> {
         let item = self.resolve_item(session, name)?;
@@ -99,56 +77,24 @@ impl Coordinator {
         ))
     }
 
-    fn set(&self, session: &mut Session, set: Set) -> Result<ExecuteResponse, CoordError> {
-        match set {
-            Set::SingleAssignment {
-                variable, values, ..
-            } => {
-                let name = variable.to_string().to_lowercase();
-                let value = values
+    /// `SET`: a setting's new value (`DEFAULT`: its default).
+    pub(crate) fn set(&self, session: &mut Session, set: Set) -> ExecuteResponse {
+        if let Set::Variable { name, value } = set {
+            let value = if value.eq_ignore_ascii_case("default") {
+                crate::session::DEFAULT_SETTINGS
                     .iter()
-                    .map(setting_text)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                self.set_variable(session, &name, value)
-            }
-            Set::SetTimeZone { value, .. } => {
-                self.set_variable(session, "timezone", setting_text(&value))
-            }
-            Set::SetTransaction { .. } | Set::SetSessionParam(_) => {
-                Ok(ExecuteResponse::command("SET"))
-            }
-            Set::SetNames { charset_name, .. } => {
-                self.set_variable(session, "client_encoding", charset_name.to_string())
-            }
-            other => Err(CoordError::Unsupported(format!("{other}"))),
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+                    .unwrap_or_default()
+            } else {
+                value
+            };
+            session.set_variable(&name, value);
         }
+        ExecuteResponse::command("SET")
     }
 
-    fn set_variable(
-        &self,
-        session: &mut Session,
-        name: &str,
-        value: String,
-    ) -> Result<ExecuteResponse, CoordError> {
-        let name = match name {
-            "time zone" => "timezone",
-            other => other,
-        };
-        let value = if value.eq_ignore_ascii_case("default") {
-            crate::session::DEFAULT_SETTINGS
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
-                .unwrap_or_default()
-        } else {
-            value
-        };
-        session.set_variable(name, value);
-        Ok(ExecuteResponse::command("SET"))
-    }
-
-    fn show(&self, session: &Session, name: &str) -> Result<ExecuteResponse, CoordError> {
+    fn show_variable(&self, session: &Session, name: &str) -> Result<ExecuteResponse, CoordError> {
         match name {
             "tables" => Ok(self.list(ItemKind::Table)),
             "views" => Ok(self.list(ItemKind::View)),
@@ -174,10 +120,7 @@ impl Coordinator {
             )),
             other => match session.variable(other) {
                 Some(value) => Ok(text_rows(&[other], vec![vec![value.to_string()]])),
-                None => Err(CoordError::UnknownObject {
-                    kind: "configuration parameter",
-                    name: other.to_string(),
-                }),
+                None => Err(CoordError::unknown("configuration parameter", other)),
             },
         }
     }
@@ -194,32 +137,23 @@ impl Coordinator {
         text_rows(&["name"], names)
     }
 
+    /// `EXPLAIN`: the dataflow plan a query or view would run, one operator per line.
     pub(crate) async fn explain(
         &self,
-        _session: &mut Session,
-        statement: Statement,
+        session: &mut Session,
+        explain: Explain,
     ) -> Result<ExecuteResponse, CoordError> {
-        let plan = match statement {
-            Statement::Query(mut query) => {
-                name_result_columns(&mut query);
-                let logical = self
-                    .plan_statement(&self.base_state, Statement::Query(query))
-                    .await?;
+        let search_path = session.search_path();
+        let ctx = self.plan_context(&search_path);
+        let plan = match explain {
+            Explain::Query(query) => {
+                let logical = query.plan(&ctx).await?;
                 sql::lower(&self.base_state, &logical)?
             }
-            Statement::CreateView(create) => {
+            Explain::View(mut create) => {
+                create.prepare(&ctx)?;
                 let planned = self.plan_view(&create).await?;
                 self.lower_view(&planned)?
-            }
-            other => {
-                return Err(CoordError::Unsupported(format!(
-                    "EXPLAIN of {}",
-                    other
-                        .to_string()
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                )))
             }
         };
         let text = plan::explain(&plan);
@@ -227,17 +161,5 @@ impl Coordinator {
             &["QUERY PLAN"],
             text.lines().map(|l| vec![l.to_string()]).collect(),
         ))
-    }
-}
-
-/// A SET value as text: strings without quotes, identifiers and numbers as written.
-fn setting_text(expr: &Expr) -> String {
-    match expr {
-        Expr::Value(ValueWithSpan {
-            value: Value::SingleQuotedString(s) | Value::DoubleQuotedString(s),
-            ..
-        }) => s.clone(),
-        Expr::Identifier(ident) => ident.value.clone(),
-        other => other.to_string(),
     }
 }

@@ -18,14 +18,13 @@ use tokio::sync::watch;
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
-use crate::ddl::{qualified_name, stored_name};
+use crate::ddl::stored_name;
 use crate::durable_subscriptions::{DurableSubscriptions, SubscriptionLog};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::sink_statements::CreateSink;
-use crate::subscribe_statements::{Subscribe, SubscribeTarget};
 use crate::timestamps::wall_clock_ms;
+use sql::{CreateSink, Subscribe, SubscribeTarget};
 
 /// What the sinks' change logs are called (`sink-<id>.log`).
 const LOG_KIND: &str = "sink";
@@ -133,9 +132,9 @@ impl Coordinator {
         session: &mut Session,
         mut create: CreateSink,
     ) -> Result<ExecuteResponse, CoordError> {
-        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
+        create.name = self.name_for_new_item(session, &create.name)?;
         let from = self.resolve_watched(session, &mut create.from)?;
-        let (schema, name) = stored_name(&create.name)?;
+        let (schema, name) = stored_name(&create.name);
         let _sequencer = self.sequencer.lock().await;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE SINK"));
@@ -191,7 +190,7 @@ impl Coordinator {
         create: &CreateSink,
         from: GlobalId,
     ) -> Result<(), CoordError> {
-        let (schema, name) = stored_name(&create.name)?;
+        let (schema, name) = stored_name(&create.name);
         self.catalog
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -214,7 +213,7 @@ impl Coordinator {
         let (stop, stopped) = watch::channel(false);
         let state = Arc::new(SinkState {
             id,
-            connector: option(create, "connector").unwrap_or_default().to_string(),
+            connector: create.option("connector").unwrap_or_default().to_string(),
             log: log.clone(),
             stats: Mutex::new(SinkStats::default()),
             stop,
@@ -236,8 +235,7 @@ impl Coordinator {
         items: &[storage::CatalogItem],
     ) -> Result<(), CoordError> {
         for item in items.iter().filter(|i| i.kind == storage::ItemKind::Sink) {
-            let Some(crate::Statement::CreateSink(create)) =
-                crate::statement::parse(&item.create_sql)?.pop()
+            let Some(sql::Statement::CreateSink(create)) = sql::parse(&item.create_sql)?.pop()
             else {
                 return Err(CoordError::Internal(format!(
                     "stored SQL of {} is not CREATE SINK",
@@ -263,8 +261,8 @@ fn sink_spec(
     schema: datafusion::arrow::datatypes::SchemaRef,
     identity: String,
 ) -> Result<SinkSpec, CoordError> {
-    let (_, name) = stored_name(&create.name)?;
-    let default_envelope = if option(create, "connector") == Some("postgres") {
+    let (_, name) = stored_name(&create.name);
+    let default_envelope = if create.option("connector") == Some("postgres") {
         "UPSERT"
     } else {
         "PLAIN"
@@ -274,16 +272,7 @@ fn sink_spec(
         create.encode.as_deref().unwrap_or("JSON"),
     )
     .map_err(sink_error)?;
-    SinkSpec::new(identity, name, schema, option(create, "key"), format).map_err(sink_error)
-}
-
-/// The value of option `name` of `create`.
-fn option<'a>(create: &'a CreateSink, name: &str) -> Option<&'a str> {
-    create
-        .options
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+    SinkSpec::new(identity, name, schema, create.option("key"), format).map_err(sink_error)
 }
 
 /// A connector's error as `CREATE SINK` reports it.

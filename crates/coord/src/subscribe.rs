@@ -21,19 +21,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use compute::{ComputeController, SubscriptionUpdates};
-use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, Int64Array, RecordBatch,
-};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, Decimal128Array, Int64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::sql::sqlparser::ast::{Expr, Statement};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use sql::{Query, Subscribe, SubscribeTarget};
 use tokio::sync::mpsc;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::name_result_columns;
 use crate::session::Session;
-use crate::subscribe_statements::{Subscribe, SubscribeTarget};
 
 /// Output rows queued for a subscriber that has not taken them, past which it is told it
 /// fell too far behind.
@@ -105,7 +101,7 @@ impl Coordinator {
         let plan = self.plan_subscription(session, subscribe).await?;
         let query_schema = plan.schema().clone();
         let codec = RowCodec::new(query_schema.clone())
-            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+            .map_err(|e| CoordError::unsupported(e.to_string()))?;
         let id = GlobalId::transient(self.next_transient_id.fetch_add(1, Ordering::Relaxed));
         // Under the sequencer no commit interleaves: the dataflow starts from the state at
         // the read time, and the streams it reads are fed their history up to it.
@@ -114,7 +110,7 @@ impl Coordinator {
         // `AS OF t` starts at `t`: the snapshot holds what happened before it, and every
         // change at `t` or later follows. Without it, the snapshot holds every committed write.
         let as_of = match &subscribe.as_of {
-            Some(expr) => self.evaluate_as_of(expr).await?.saturating_sub(1),
+            Some(as_of) => as_of.evaluate(&self.base_state).await?.saturating_sub(1),
             None => read_time,
         };
         let imports = plan.imports();
@@ -162,8 +158,9 @@ impl Coordinator {
         session: &mut Session,
         subscribe: &Subscribe,
     ) -> Result<plan::Plan, CoordError> {
+        let scan;
         let query = match &subscribe.target {
-            SubscribeTarget::Query(query) => query.as_ref().clone(),
+            SubscribeTarget::Query(query) => query,
             SubscribeTarget::Object(name) => {
                 let item = self.resolve_item(session, name)?;
                 if item.relation().is_none() && item.kind != storage::ItemKind::View {
@@ -173,46 +170,13 @@ impl Coordinator {
                         hint: None,
                     });
                 }
-                let sql = format!(
-                    "SELECT * FROM {}.{}",
-                    crate::naming::sql_ident(&item.schema),
-                    crate::naming::sql_ident(&item.name)
-                );
-                match crate::coordinator::parse(&sql)?.pop() {
-                    Some(Statement::Query(query)) => *query,
-                    _ => return Err(CoordError::Internal(format!("{sql} is not a query"))),
-                }
+                scan = Query::scan(&item.schema, &item.name, &[])?;
+                &scan
             }
         };
-        let mut statement = Statement::Query(Box::new(query));
-        if let Statement::Query(query) = &mut statement {
-            name_result_columns(query);
-        }
-        let statement = self.prepare(session, statement);
-        let logical = self.plan_statement(&self.base_state, statement).await?;
+        let search_path = session.search_path();
+        let logical = query.plan(&self.plan_context(&search_path)).await?;
         Ok(sql::lower(&self.base_state, &logical)?)
-    }
-
-    /// The time an `AS OF` expression names (a number of milliseconds, as `_timestamp`).
-    pub(crate) async fn evaluate_as_of(&self, expr: &Expr) -> Result<Timestamp, CoordError> {
-        let query = format!("SELECT CAST(({expr}) AS BIGINT)");
-        let statement = crate::coordinator::parse(&query)?
-            .pop()
-            .ok_or_else(|| CoordError::Internal("AS OF query vanished".into()))?;
-        let logical = self.plan_statement(&self.base_state, statement).await?;
-        let (_, batches) = crate::read::execute_plan(&self.base_state, logical).await?;
-        let value = batches
-            .first()
-            .filter(|b| b.num_rows() == 1)
-            .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>())
-            .filter(|a| !a.is_null(0))
-            .map(|a| a.value(0));
-        match value {
-            Some(time) if time >= 0 => Ok(time as Timestamp),
-            _ => Err(CoordError::InvalidStatement(format!(
-                "AS OF {expr} is not a timestamp (a non-negative number, as in _timestamp)"
-            ))),
-        }
     }
 }
 

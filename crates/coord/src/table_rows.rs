@@ -9,6 +9,8 @@ use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use repr::{Diff, Row, RowCodec};
 
+use sql::{InsertTarget, SqlError};
+
 use crate::error::CoordError;
 
 /// How a table's rows are encoded, and its key for the arrangement.
@@ -29,7 +31,7 @@ impl TableCodecs {
         default_sql: HashMap<String, String>,
     ) -> Result<Self, CoordError> {
         let rows = RowCodec::new(desc.schema.clone())
-            .map_err(|e| CoordError::Unsupported(e.to_string()))?;
+            .map_err(|e| CoordError::unsupported(e.to_string()))?;
         let key = match &desc.primary_key {
             Some(columns) => {
                 let schema = Arc::new(
@@ -38,7 +40,7 @@ impl TableCodecs {
                         .map_err(|e| CoordError::Internal(e.to_string()))?,
                 );
                 let codec =
-                    RowCodec::new(schema).map_err(|e| CoordError::Unsupported(e.to_string()))?;
+                    RowCodec::new(schema).map_err(|e| CoordError::unsupported(e.to_string()))?;
                 Some((columns.clone(), codec))
             }
             None => None,
@@ -53,6 +55,14 @@ impl TableCodecs {
     }
 
     /// The primary key row of each row of `batch` (or the row itself without a key).
+    /// The table as an INSERT's rows are shaped to it.
+    pub fn insert_target(&self) -> InsertTarget<'_> {
+        InsertTarget {
+            schema: &self.schema,
+            default_sql: &self.default_sql,
+        }
+    }
+
     pub fn keys_of(&self, batch: &RecordBatch) -> Result<Vec<Row>, CoordError> {
         let encoded = match &self.key {
             Some((columns, codec)) => {
@@ -161,7 +171,7 @@ pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<Arr
         (column.as_any().downcast_ref::<StringArray>(), data_type)
     {
         return repr::pg_array::text_to_list(text, data_type)
-            .map_err(|e| CoordError::InvalidValue(e.to_string()));
+            .map_err(|e| CoordError::invalid_value(e.to_string()));
     }
     if data_type == &DataType::Binary {
         if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
@@ -172,7 +182,7 @@ pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<Arr
                 .map(|a| Arc::new(a) as ArrayRef);
         }
     }
-    cast(column, data_type).map_err(|e| CoordError::InvalidValue(e.to_string()))
+    cast(column, data_type).map_err(|e| CoordError::invalid_value(e.to_string()))
 }
 
 /// Postgres `bytea` input: `\x` and hex digits, or the text's own bytes.
@@ -181,7 +191,7 @@ fn bytea_from_text(text: &str) -> Result<Vec<u8>, CoordError> {
         return Ok(text.as_bytes().to_vec());
     };
     if hex.len() % 2 != 0 {
-        return Err(CoordError::InvalidValue(format!(
+        return Err(CoordError::invalid_value(format!(
             "invalid hexadecimal data: odd number of digits in \"{text}\""
         )));
     }
@@ -189,7 +199,7 @@ fn bytea_from_text(text: &str) -> Result<Vec<u8>, CoordError> {
         .step_by(2)
         .map(|i| {
             u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| {
-                CoordError::InvalidValue(format!("invalid hexadecimal digit in \"{text}\""))
+                CoordError::invalid_value(format!("invalid hexadecimal digit in \"{text}\""))
             })
         })
         .collect()
@@ -207,9 +217,9 @@ pub(crate) fn check_not_null(codecs: &TableCodecs, batch: &RecordBatch) -> Resul
         if let Some(limit) = varchar_limit(field) {
             if let Some(text) = column.as_any().downcast_ref::<StringArray>() {
                 if text.iter().flatten().any(|v| v.chars().count() > limit) {
-                    return Err(CoordError::StringTooLong(format!(
+                    return Err(CoordError::Sql(SqlError::StringTooLong(format!(
                         "value too long for type character varying({limit})"
-                    )));
+                    ))));
                 }
             }
         }

@@ -5,11 +5,8 @@
 //! Postgres, makes a failed block usable again. The end of a block closes its cursors
 //! (those declared WITH HOLD stay).
 
-use datafusion::sql::sqlparser::ast::Ident;
-
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::fold_ident;
 use crate::response::ExecuteResponse;
 use crate::session::{Savepoint, Session, Transaction, TransactionBlock};
 
@@ -63,13 +60,13 @@ impl Coordinator {
     pub(crate) fn savepoint(
         &self,
         session: &mut Session,
-        name: &Ident,
+        name: String,
     ) -> Result<ExecuteResponse, CoordError> {
         let Transaction::Block(block) = &mut session.transaction else {
             return Err(CoordError::NoTransaction("SAVEPOINT"));
         };
         let savepoint = Savepoint {
-            name: fold_ident(name),
+            name,
             writes: block.writes.clone(),
             reads: block.reads.clone(),
         };
@@ -80,7 +77,7 @@ impl Coordinator {
     pub(crate) fn release_savepoint(
         &self,
         session: &mut Session,
-        name: &Ident,
+        name: &str,
     ) -> Result<ExecuteResponse, CoordError> {
         let Transaction::Block(block) = &mut session.transaction else {
             return Err(CoordError::NoTransaction("RELEASE SAVEPOINT"));
@@ -95,7 +92,7 @@ impl Coordinator {
     pub(crate) fn rollback_to_savepoint(
         &self,
         session: &mut Session,
-        name: &Ident,
+        name: &str,
     ) -> Result<ExecuteResponse, CoordError> {
         let mut block = match std::mem::take(&mut session.transaction) {
             Transaction::Block(block) | Transaction::Failed(block) => block,
@@ -118,16 +115,12 @@ impl Coordinator {
 }
 
 /// The position of the newest savepoint called `name`.
-fn savepoint_position(block: &TransactionBlock, name: &Ident) -> Result<usize, CoordError> {
-    let name = fold_ident(name);
+fn savepoint_position(block: &TransactionBlock, name: &str) -> Result<usize, CoordError> {
     block
         .savepoints
         .iter()
         .rposition(|s| s.name == name)
-        .ok_or(CoordError::UnknownObject {
-            kind: "savepoint",
-            name,
-        })
+        .ok_or_else(|| CoordError::unknown("savepoint", name))
 }
 
 /// Closes the cursors that end with their transaction.

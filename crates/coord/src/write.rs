@@ -9,29 +9,26 @@ use std::sync::Arc;
 use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
-use datafusion::sql::sqlparser::ast::{
-    AssignmentTarget, Delete, FromTable, Insert, OnConflictAction, OnInsert, TableFactor,
-    TableObject, Update,
-};
+use datafusion::logical_expr::LogicalPlan;
 use repr::{Diff, GlobalId, Row, Timestamp};
+use sql::{Delete, Insert, ObjectRef, OnConflict, Update};
 use storage::ItemKind;
 
 use crate::catalog::Item;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::naming::column_name;
+use crate::query_context::QueryContext;
 use crate::read::consolidate;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
-use datafusion::sql::sqlparser::ast::ObjectName;
 
 impl Coordinator {
     /// The writable table `name` refers to.
     pub(crate) fn writable_table(
         &self,
         session: &Session,
-        name: &ObjectName,
+        name: &ObjectRef,
     ) -> Result<(Item, Arc<TableCodecs>), CoordError> {
         self.writable_item(self.resolve_item(session, name)?)
     }
@@ -77,40 +74,19 @@ impl Coordinator {
     pub(crate) async fn insert(
         &self,
         session: &mut Session,
-        mut insert: Insert,
+        insert: Insert,
     ) -> Result<ExecuteResponse, CoordError> {
-        let TableObject::TableName(name) = &insert.table else {
-            return Err(CoordError::Unsupported(
-                "INSERT INTO a table function".into(),
-            ));
-        };
-        if insert.returning.is_some() {
-            return Err(CoordError::Unsupported("INSERT … RETURNING".into()));
-        }
-        let (table, codecs) = self.writable_table(session, name)?;
-        crate::statement_checks::normalize_insert(&mut insert, &codecs)?;
-        let on_conflict = match insert.on.take() {
-            None => None,
-            Some(OnInsert::OnConflict(conflict)) => Some(conflict.action),
-            Some(_) => return Err(CoordError::Unsupported("ON DUPLICATE KEY".into())),
-        };
+        let (table, codecs) = self.writable_table(session, &insert.table)?;
         let sequencer = self.lock_for_autocommit(session).await;
         let context = self.query_context(session, &pending(session));
-        let plan = self
-            .plan_statement(
-                &context.state,
-                datafusion::sql::sqlparser::ast::Statement::Insert(insert),
-            )
+        let planned = insert
+            .plan(&context.plan_context(), &codecs.insert_target())
             .await?;
-        let datafusion::logical_expr::LogicalPlan::Dml(dml) = plan else {
-            return Err(CoordError::Internal("INSERT did not plan as DML".into()));
-        };
-        let (_, batches) =
-            crate::read::execute_plan(&context.state, dml.input.as_ref().clone()).await?;
+        let (_, batches) = crate::read::execute_plan(&context.state, planned.rows).await?;
         let batch = conform(&codecs.schema, &batches)?;
         check_not_null(&codecs, &batch)?;
         let read_time = context.hold.time();
-        let (writes, count) = match on_conflict {
+        let (writes, count) = match planned.on_conflict {
             None => (
                 self.plain_insert(session, &codecs, &table, &batch, read_time)
                     .await?,
@@ -174,14 +150,13 @@ impl Coordinator {
         codecs: &TableCodecs,
         table: &Item,
         batch: &RecordBatch,
-        action: OnConflictAction,
+        action: OnConflict,
         read_time: Timestamp,
         state: &datafusion::execution::context::SessionState,
     ) -> Result<(Vec<(Row, Diff)>, usize), CoordError> {
         if codecs.key.is_none() {
-            return Err(CoordError::InvalidStatement(
-                "there is no unique or exclusion constraint matching the ON CONFLICT specification"
-                    .into(),
+            return Err(CoordError::invalid(
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification",
             ));
         }
         let rows = codecs
@@ -202,20 +177,23 @@ impl Coordinator {
                     current.insert(key, row);
                     affected += 1;
                 }
-                (Some(_), OnConflictAction::DoNothing) => {}
-                (Some(old), OnConflictAction::DoUpdate(update)) => {
+                (Some(_), OnConflict::DoNothing) => {}
+                (Some(old), OnConflict::DoUpdate(update)) => {
                     let excluded = batch.slice(i, 1);
-                    let Some(new_row) = crate::copy::apply_conflict_update(
-                        codecs,
-                        &table.name,
-                        &old,
-                        &excluded,
-                        update,
-                        state,
-                    )?
-                    else {
+                    let old_batch = codecs
+                        .rows
+                        .decode([&old])
+                        .map_err(|e| CoordError::Internal(e.to_string()))?;
+                    let Some(new) = update.apply(state, &table.name, &old_batch, &excluded)? else {
                         continue;
                     };
+                    check_not_null(codecs, &new)?;
+                    let new_row = codecs
+                        .rows
+                        .encode(&new)
+                        .map_err(|e| CoordError::Internal(e.to_string()))?
+                        .pop()
+                        .ok_or_else(|| CoordError::Internal("an updated row vanished".into()))?;
                     writes.push((old, -1));
                     writes.push((new_row.clone(), 1));
                     current.insert(key, new_row);
@@ -257,114 +235,26 @@ impl Coordinator {
             .collect())
     }
 
-    /// The table an UPDATE changes, and the SELECT finding its rows: the old columns
-    /// followed by the new values of the `(column, expression)` assignments.
-    pub(crate) fn update_query(
-        &self,
-        session: &Session,
-        update: &Update,
-    ) -> Result<UpdateQuery, CoordError> {
-        let TableFactor::Table { name, alias, .. } = &update.table.relation else {
-            return Err(CoordError::Unsupported("UPDATE of a derived table".into()));
-        };
-        if !update.table.joins.is_empty() || update.from.is_some() || update.returning.is_some() {
-            return Err(CoordError::Unsupported(
-                "UPDATE with FROM, joins or RETURNING".into(),
-            ));
-        }
-        let (table, codecs) = self.writable_table(session, name)?;
-        let mut assigned: Vec<(usize, String)> = Vec::new();
-        for assignment in &update.assignments {
-            let AssignmentTarget::ColumnName(column) = &assignment.target else {
-                return Err(CoordError::Unsupported("UPDATE of a column tuple".into()));
-            };
-            let column_name = column_name(column)?;
-            let index = codecs.schema.index_of(&column_name).map_err(|_| {
-                CoordError::UnknownColumn(format!(
-                    "column \"{column_name}\" of relation \"{}\" does not exist",
-                    table.name
-                ))
-            })?;
-            assigned.push((index, assignment.value.to_string()));
-        }
-        let (target, qualifier) = write_target(name, alias.as_ref(), &table);
-        let new_values = assigned
-            .iter()
-            .enumerate()
-            .map(|(i, (_, expr))| format!(", ({expr}) AS \"__fluxion_new_{i}\""))
-            .collect::<String>();
-        let selection = update
-            .selection
-            .as_ref()
-            .map(|s| format!(" WHERE {s}"))
-            .unwrap_or_default();
-        let query = format!("SELECT {qualifier}.*{new_values} FROM {target}{selection}");
-        Ok(UpdateQuery {
-            table,
-            codecs,
-            query,
-            assigned,
-        })
-    }
-
-    /// The table a DELETE changes, and the SELECT finding its rows.
-    pub(crate) fn delete_query(
-        &self,
-        session: &Session,
-        delete: &Delete,
-    ) -> Result<(Item, Arc<TableCodecs>, String), CoordError> {
-        let tables = match &delete.from {
-            FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => tables,
-        };
-        let [only] = tables.as_slice() else {
-            return Err(CoordError::Unsupported("DELETE from several tables".into()));
-        };
-        if delete.using.is_some() || delete.returning.is_some() || !only.joins.is_empty() {
-            return Err(CoordError::Unsupported(
-                "DELETE with USING, joins or RETURNING".into(),
-            ));
-        }
-        let TableFactor::Table { name, alias, .. } = &only.relation else {
-            return Err(CoordError::Unsupported(
-                "DELETE from a derived table".into(),
-            ));
-        };
-        let (table, codecs) = self.writable_table(session, name)?;
-        let (target, qualifier) = write_target(name, alias.as_ref(), &table);
-        let selection = delete
-            .selection
-            .as_ref()
-            .map(|s| format!(" WHERE {s}"))
-            .unwrap_or_default();
-        Ok((
-            table,
-            codecs,
-            format!("SELECT {qualifier}.* FROM {target}{selection}"),
-        ))
-    }
-
     pub(crate) async fn update(
         &self,
         session: &mut Session,
         update: Update,
     ) -> Result<ExecuteResponse, CoordError> {
-        let UpdateQuery {
-            table,
-            codecs,
-            query,
-            assigned,
-        } = self.update_query(session, &update)?;
+        let (table, codecs) = self.writable_table(session, &update.table)?;
+        let assigned = assigned_positions(&update, &codecs, &table.name)?;
         let sequencer = self.lock_for_autocommit(session).await;
-        let (read_time, batch) = self.read_for_write(session, &query).await?;
+        let context = self.query_context(session, &pending(session));
+        let plan = update.plan(&context.plan_context(), &table.name).await?;
+        let (read_time, batch) = read_for_write(context, plan).await?;
         let width = codecs.schema.fields().len();
         let old = batch
             .project(&(0..width).collect::<Vec<_>>())
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let mut columns: Vec<ArrayRef> = old.columns().to_vec();
-        for (i, (index, _)) in assigned.iter().enumerate() {
+        for (i, index) in assigned.iter().enumerate() {
             let value = batch.column(width + i);
             columns[*index] = cast(value, codecs.schema.field(*index).data_type())
-                .map_err(|e| CoordError::InvalidValue(e.to_string()))?;
+                .map_err(|e| CoordError::invalid_value(e.to_string()))?;
         }
         let new = RecordBatch::try_new(batch_schema(&codecs.schema), columns)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
@@ -429,9 +319,11 @@ impl Coordinator {
         session: &mut Session,
         delete: Delete,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (table, codecs, query) = self.delete_query(session, &delete)?;
+        let (table, codecs) = self.writable_table(session, &delete.table)?;
         let sequencer = self.lock_for_autocommit(session).await;
-        let (read_time, batch) = self.read_for_write(session, &query).await?;
+        let context = self.query_context(session, &pending(session));
+        let plan = delete.plan(&context.plan_context(), &table.name).await?;
+        let (read_time, batch) = read_for_write(context, plan).await?;
         let rows = codecs
             .rows
             .encode(&batch)
@@ -442,33 +334,36 @@ impl Coordinator {
             .await?;
         Ok(ExecuteResponse::command(format!("DELETE {count}")))
     }
-
-    /// Runs the SELECT that finds the rows a write changes; returns the time it read at.
-    async fn read_for_write(
-        &self,
-        session: &Session,
-        query: &str,
-    ) -> Result<(Timestamp, RecordBatch), CoordError> {
-        let mut statements = crate::coordinator::parse(query)?;
-        let statement = statements
-            .pop()
-            .ok_or_else(|| CoordError::Internal("empty rewritten query".into()))?;
-        let context = self.query_context(session, &pending(session));
-        let plan = self.plan_statement(&context.state, statement).await?;
-        let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
-        let batch =
-            concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
-        Ok((context.hold.time(), batch))
-    }
 }
 
-/// What an UPDATE reads: its table, and the SELECT returning the old columns followed by the
-/// new values of the `(column, expression)` assignments.
-pub(crate) struct UpdateQuery {
-    pub table: Item,
-    pub codecs: Arc<TableCodecs>,
-    pub query: String,
-    pub assigned: Vec<(usize, String)>,
+/// Runs the SELECT that finds the rows a write changes; returns the time it read at.
+async fn read_for_write(
+    context: QueryContext,
+    plan: LogicalPlan,
+) -> Result<(Timestamp, RecordBatch), CoordError> {
+    let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
+    let batch =
+        concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
+    Ok((context.hold.time(), batch))
+}
+
+/// The positions of the columns an UPDATE assigns, in order.
+fn assigned_positions(
+    update: &Update,
+    codecs: &TableCodecs,
+    table: &str,
+) -> Result<Vec<usize>, CoordError> {
+    update
+        .assigned_columns()?
+        .iter()
+        .map(|column| {
+            codecs.schema.index_of(column).map_err(|_| {
+                CoordError::unknown_column(format!(
+                    "column \"{column}\" of relation \"{table}\" does not exist"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The session's uncommitted writes (to overlay on snapshots).
@@ -477,18 +372,4 @@ fn pending(session: &Session) -> PendingWrites {
         Transaction::Block(block) => block.writes.clone(),
         _ => PendingWrites::default(),
     }
-}
-
-/// The FROM item and the column qualifier of the SELECT that finds the rows an UPDATE or
-/// DELETE changes: the table under its alias, or under its own bare name.
-fn write_target(
-    name: &ObjectName,
-    alias: Option<&datafusion::sql::sqlparser::ast::TableAlias>,
-    table: &Item,
-) -> (String, String) {
-    let qualifier = match alias {
-        Some(alias) => alias.name.to_string(),
-        None => crate::naming::sql_ident(&table.name).to_string(),
-    };
-    (format!("{name} AS {qualifier}"), qualifier)
 }

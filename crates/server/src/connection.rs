@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use coord::{
-    Coordinator, ExecuteResponse, Session, SqlStatement, Statement, StatementDesc, Subscription,
+    Coordinator, ExecuteResponse, Session, Statement, StatementDesc, Subscription,
+    TransactionEffect,
 };
 use futures::future::{select, Either};
 use futures::{stream, Sink, SinkExt};
@@ -44,26 +45,6 @@ use repr::pg_type::pg_type_of_field;
 pub(crate) struct Prepared {
     statement: Statement,
     desc: StatementDesc,
-}
-
-/// How a statement moves the transaction status.
-enum TransactionEffect {
-    Begin,
-    End,
-    None,
-}
-
-fn transaction_effect(statement: &Statement) -> TransactionEffect {
-    match statement {
-        Statement::Sql(SqlStatement::StartTransaction { .. }) => TransactionEffect::Begin,
-        Statement::Sql(
-            SqlStatement::Commit { .. }
-            | SqlStatement::Rollback {
-                savepoint: None, ..
-            },
-        ) => TransactionEffect::End,
-        _ => TransactionEffect::None,
-    }
 }
 
 /// The state of one connection, shared by its handlers.
@@ -226,14 +207,6 @@ fn subscription_of(
     }
 }
 
-/// Whether a statement starts a subscription whose rows are streamed as its result.
-fn is_streamed(statement: &Statement) -> bool {
-    matches!(
-        statement,
-        Statement::Subscribe(_) | Statement::CopySubscribe { .. }
-    )
-}
-
 /// The rows of a result as a pgwire response.
 fn query_response(
     schema: &arrow::datatypes::SchemaRef,
@@ -300,7 +273,9 @@ impl SimpleQueryHandler for Connection {
         let mut outcomes = self.run_statements(client, query).await?;
         if outcomes.subscription.take().is_some() {
             outcomes.responses.push(Response::Error(Box::new(error_info(
-                &coord::CoordError::Unsupported("SUBSCRIBE outside a streaming query".into()),
+                &coord::CoordError::Sql(coord::SqlError::Unsupported(
+                    "SUBSCRIBE outside a streaming query".into(),
+                )),
             ))));
         }
         Ok(outcomes.responses)
@@ -317,7 +292,7 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statements = coord::parse(query).map_err(|e| to_pgwire(&e))?;
+        let statements = coord::parse(query).map_err(|e| to_pgwire(&e.into()))?;
         let mut outcomes = Outcomes {
             responses: Vec::with_capacity(statements.len()),
             subscription: None,
@@ -328,7 +303,7 @@ impl Connection {
         }
         let mut session = lock_session(&self.coord, &self.session, client).await;
         for statement in statements {
-            let effect = transaction_effect(&statement);
+            let effect = statement.transaction_effect();
             let result = self.coord.execute(&mut session, statement).await;
             send_session_messages(client, &mut session).await?;
             match result {
@@ -406,14 +381,14 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = coord::parse(sql).map_err(|e| to_pgwire(&e))?;
+        let mut statements = coord::parse(sql).map_err(|e| to_pgwire(&e.into()))?;
         let statement = match statements.len() {
             0 => return Ok(None),
             1 => statements.remove(0),
             _ => {
-                return Err(to_pgwire(&coord::CoordError::Syntax(
+                return Err(to_pgwire(&coord::CoordError::Sql(coord::SqlError::Syntax(
                     "cannot insert multiple commands into a prepared statement".into(),
-                )))
+                ))))
             }
         };
         let declared: Vec<_> = types
@@ -477,7 +452,7 @@ impl ExtendedQueryHandler for Connection {
     {
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let streamed = match client.portal_store().get_portal(portal_name) {
-            Some(Entry::Value(portal)) if is_streamed(&portal.statement.statement.statement) => {
+            Some(Entry::Value(portal)) if portal.statement.statement.statement.is_streamed() => {
                 Some(portal)
             }
             _ => None,
@@ -605,9 +580,11 @@ impl ExtendedQueryHandler for Connection {
             };
             values.push((value, field.data_type().clone()));
         }
-        let statement =
-            coord::bind_parameters(&prepared.statement, &values).map_err(|e| to_pgwire(&e))?;
-        let effect = transaction_effect(&statement);
+        let statement = prepared
+            .statement
+            .bind(&values)
+            .map_err(|e| to_pgwire(&e.into()))?;
+        let effect = statement.transaction_effect();
         let mut session = lock_session(&self.coord, &self.session, client).await;
         let result = self.coord.execute(&mut session, statement).await;
         send_session_messages(client, &mut session).await?;

@@ -1,62 +1,70 @@
 //! Coordinator errors as Postgres ErrorResponses: the one place SQLSTATE codes are chosen.
 
-use coord::CoordError;
+use coord::{CoordError, SqlError};
 use pgwire::error::{ErrorInfo, PgWireError};
 
 /// The SQLSTATE of an error.
 pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
     match error {
-        CoordError::Syntax(_) => "42601",
-        CoordError::UnknownObject {
-            kind: "relation" | "table" | "view" | "materialized view",
-            ..
-        } => "42P01",
-        CoordError::UnknownObject { kind: "type", .. } => "42704",
-        CoordError::UnknownObject {
-            kind: "function", ..
-        } => "42883",
-        CoordError::UnknownObject { kind: "schema", .. } => "3F000",
-        CoordError::UnknownObject { kind: "cursor", .. } => "34000",
-        CoordError::UnknownObject {
-            kind: "savepoint", ..
-        } => "3B001",
-        CoordError::UnknownObject {
-            kind: "configuration parameter",
-            ..
-        } => "42704",
+        CoordError::Sql(error) => sql_sqlstate(error),
         CoordError::DuplicateObject { kind: "cursor", .. } => "42P03",
         CoordError::DuplicateObject { kind: "schema", .. } => "42P06",
-        CoordError::UnknownObject { .. } => "42704",
-        CoordError::UnknownColumn(_) => "42703",
-        CoordError::AmbiguousColumn(_) => "42702",
-        CoordError::UnknownFunction(_) => "42883",
         CoordError::DuplicateObject { .. } => "42P07",
-        CoordError::DuplicateColumn(_) => "42701",
         CoordError::WrongObjectType { .. } => "42809",
         CoordError::DependentObjects { .. } => "2BP01",
         CoordError::UniqueViolation { .. } => "23505",
         CoordError::NotNullViolation { .. } => "23502",
-        CoordError::DivisionByZero => "22012",
-        CoordError::InvalidValue(_) => "22P02",
-        CoordError::OutOfRange(_) => "22003",
-        CoordError::StringTooLong(_) => "22001",
-        CoordError::DateTimeOutOfRange(_) => "22008",
-        CoordError::TypeMismatch(_) => "42804",
-        CoordError::GroupingError(_) => "42803",
-        CoordError::CardinalityViolation(_) => "21000",
-        CoordError::Unsupported(_) | CoordError::NotIncremental(_) => "0A000",
         CoordError::InFailedTransaction => "25P02",
         CoordError::InTransactionBlock(_) => "25001",
         CoordError::NoTransaction(_) => "25P01",
         CoordError::NoSchemaSelected => "3F000",
         CoordError::SerializationFailure(_) => "40001",
-        CoordError::InvalidStatement(_) => "42000",
         CoordError::InvalidSourceOption(_) => "22023",
         CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",
         CoordError::SubscriberTooSlow { .. } => "53400",
+    }
+}
+
+/// The SQLSTATE of an error in SQL's own terms.
+fn sql_sqlstate(error: &SqlError) -> &'static str {
+    match error {
+        SqlError::Syntax(_) => "42601",
+        SqlError::UnknownObject {
+            kind: "relation" | "table" | "view" | "materialized view",
+            ..
+        } => "42P01",
+        SqlError::UnknownObject { kind: "type", .. } => "42704",
+        SqlError::UnknownObject {
+            kind: "function", ..
+        } => "42883",
+        SqlError::UnknownObject { kind: "schema", .. } => "3F000",
+        SqlError::UnknownObject { kind: "cursor", .. } => "34000",
+        SqlError::UnknownObject {
+            kind: "savepoint", ..
+        } => "3B001",
+        SqlError::UnknownObject {
+            kind: "configuration parameter",
+            ..
+        } => "42704",
+        SqlError::UnknownObject { .. } => "42704",
+        SqlError::UnknownColumn(_) => "42703",
+        SqlError::AmbiguousColumn(_) => "42702",
+        SqlError::UnknownFunction(_) => "42883",
+        SqlError::DuplicateColumn(_) => "42701",
+        SqlError::DivisionByZero => "22012",
+        SqlError::InvalidValue(_) => "22P02",
+        SqlError::OutOfRange(_) => "22003",
+        SqlError::StringTooLong(_) => "22001",
+        SqlError::DateTimeOutOfRange(_) => "22008",
+        SqlError::TypeMismatch(_) => "42804",
+        SqlError::GroupingError(_) => "42803",
+        SqlError::CardinalityViolation(_) => "21000",
+        SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
+        SqlError::InvalidStatement(_) => "42000",
+        SqlError::Internal(_) => "XX000",
     }
 }
 

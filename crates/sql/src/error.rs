@@ -1,12 +1,65 @@
+//! What can go wrong with a statement in SQL's own terms: it does not parse, names what does
+//! not exist, mixes types, holds a value that does not fit, or asks for what Fluxion cannot
+//! do (yet). DataFusion's and Arrow's errors are sorted into these kinds here, once, so that
+//! every layer above reports them alike; the server maps each kind to its SQLSTATE.
+
+use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 
-/// What can go wrong while planning or lowering SQL.
-#[derive(Debug, thiserror::Error)]
+/// An error of the SQL front end, or of evaluating SQL expressions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SqlError {
-    /// DataFusion rejected the statement (parse, bind, type or execution error).
-    #[error(transparent)]
-    DataFusion(#[from] DataFusionError),
-    /// The query is valid SQL but cannot be maintained incrementally (yet).
+    /// The SQL text does not parse.
+    #[error("{0}")]
+    Syntax(String),
+    /// A relation, type, function, schema or other named thing that does not exist.
+    #[error("{kind} \"{name}\" does not exist")]
+    UnknownObject {
+        /// What was looked for ("relation", "type", "cursor", …).
+        kind: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// A column that does not exist.
+    #[error("{0}")]
+    UnknownColumn(String),
+    /// An unqualified column name that matches several columns.
+    #[error("{0}")]
+    AmbiguousColumn(String),
+    /// A column used outside GROUP BY or an aggregate.
+    #[error("{0}")]
+    GroupingError(String),
+    /// A subquery used as a value returned more than one row.
+    #[error("{0}")]
+    CardinalityViolation(String),
+    /// A function or operator that does not exist for these argument types.
+    #[error("{0}")]
+    UnknownFunction(String),
+    /// A column name appears twice in one relation.
+    #[error("column \"{0}\" specified more than once")]
+    DuplicateColumn(String),
+    /// Division by zero while evaluating an expression.
+    #[error("division by zero")]
+    DivisionByZero,
+    /// A value does not fit its type, or text does not parse as a value.
+    #[error("{0}")]
+    InvalidValue(String),
+    /// A date or time whose fields are out of range (February 30th).
+    #[error("date/time field value out of range: {0}")]
+    DateTimeOutOfRange(String),
+    /// A string longer than its column's declared length.
+    #[error("{0}")]
+    StringTooLong(String),
+    /// A value too large for its type.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// Types that do not fit together.
+    #[error("{0}")]
+    TypeMismatch(String),
+    /// A valid request that Fluxion does not support (yet).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A query that cannot be maintained incrementally.
     #[error("{construct} is not supported in a materialized view: {reason}")]
     NotIncremental {
         /// The construct, as a user would name it.
@@ -14,12 +67,12 @@ pub enum SqlError {
         /// Why, and what to do instead.
         reason: String,
     },
-    /// A type name that has no column representation.
-    #[error("type \"{0}\" does not exist")]
-    UnknownType(String),
-    /// A feature the SQL surface does not offer.
-    #[error("{0} is not supported")]
-    Unsupported(String),
+    /// The statement is wrong in some other way (bad argument, misuse).
+    #[error("{0}")]
+    InvalidStatement(String),
+    /// An invariant broke inside the SQL front end.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl SqlError {
@@ -28,5 +81,207 @@ impl SqlError {
             construct: construct.into(),
             reason: reason.into(),
         }
+    }
+}
+
+impl From<ArrowError> for SqlError {
+    fn from(e: ArrowError) -> Self {
+        classify_arrow(&e)
+    }
+}
+
+impl From<DataFusionError> for SqlError {
+    fn from(e: DataFusionError) -> Self {
+        classify_datafusion(e)
+    }
+}
+
+impl From<datafusion::sql::sqlparser::parser::ParserError> for SqlError {
+    fn from(e: datafusion::sql::sqlparser::parser::ParserError) -> Self {
+        SqlError::Syntax(e.to_string())
+    }
+}
+
+/// Sorts DataFusion's errors into the kinds a client distinguishes.
+fn classify_datafusion(e: DataFusionError) -> SqlError {
+    let root = e.find_root();
+    match root {
+        DataFusionError::SQL(parse, _) => SqlError::Syntax(parse.to_string()),
+        DataFusionError::ArrowError(arrow, _) => classify_arrow(arrow),
+        DataFusionError::SchemaError(schema, _) => {
+            let message = schema.to_string();
+            if message.contains("No field named") {
+                SqlError::UnknownColumn(rephrase_column_error(&message))
+            } else if message.contains("Ambiguous reference") {
+                SqlError::AmbiguousColumn(message)
+            } else if message.contains("Schema contains duplicate") {
+                SqlError::DuplicateColumn(message)
+            } else {
+                SqlError::InvalidStatement(message)
+            }
+        }
+        DataFusionError::NotImplemented(message) => SqlError::Unsupported(message.clone()),
+        DataFusionError::Plan(message) => classify_message(message),
+        DataFusionError::Execution(message) => classify_message(message),
+        DataFusionError::External(inner) => classify_message(&inner.to_string()),
+        other => classify_message(&other.to_string()),
+    }
+}
+
+fn classify_arrow(e: &ArrowError) -> SqlError {
+    match e {
+        ArrowError::DivideByZero => SqlError::DivisionByZero,
+        ArrowError::CastError(m) if m.contains("Can't cast value") => {
+            SqlError::OutOfRange(m.clone())
+        }
+        ArrowError::CastError(m) if m.contains("to value of Date32") && looks_like_a_date(m) => {
+            SqlError::DateTimeOutOfRange(m.clone())
+        }
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => SqlError::InvalidValue(m.clone()),
+        ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
+            SqlError::OutOfRange(m.clone())
+        }
+        ArrowError::InvalidArgumentError(m) if m.contains("too large") => {
+            SqlError::OutOfRange(m.clone())
+        }
+        ArrowError::ArithmeticOverflow(m) => SqlError::OutOfRange(m.clone()),
+        other => classify_message(&other.to_string()),
+    }
+}
+
+/// Whether the quoted value in a cast error has the shape `YYYY-MM-DD` (so the failure is a
+/// field out of range, not malformed text).
+fn looks_like_a_date(message: &str) -> bool {
+    let Some(value) = message.split('\'').nth(1) else {
+        return false;
+    };
+    let parts: Vec<&str> = value.split('-').collect();
+    parts.len() == 3
+        && parts[0].len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+fn classify_message(message: &str) -> SqlError {
+    let lower = message.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        SqlError::DivisionByZero
+    } else if lower.contains("non-boolean predicate") {
+        SqlError::TypeMismatch(message.to_string())
+    } else if lower.contains("aggregate functions are not allowed") {
+        SqlError::GroupingError(message.to_string())
+    } else if lower.contains("different number of columns")
+        || lower.contains("must have the same number of columns")
+    {
+        SqlError::Syntax(message.to_string())
+    } else if lower.contains("must be aggregated") {
+        SqlError::Unsupported(format!(
+            "{message} (a correlated scalar subquery must aggregate)"
+        ))
+    } else if lower.contains("more than one row") {
+        SqlError::CardinalityViolation(
+            "more than one row returned by a subquery used as an expression".into(),
+        )
+    } else if lower.contains("must be in group by") || lower.contains("must appear in the group by")
+    {
+        SqlError::GroupingError(rephrase_grouping_error(message))
+    } else if let Some((kind, name)) = missing_object(message) {
+        SqlError::UnknownObject { kind, name }
+    } else if lower.starts_with("unrecognized configuration parameter") {
+        SqlError::UnknownObject {
+            kind: "configuration parameter",
+            name: message.split('"').nth(1).unwrap_or_default().to_string(),
+        }
+    } else if let Some(name) = missing_table(message) {
+        SqlError::UnknownObject {
+            kind: "relation",
+            name,
+        }
+    } else if lower.contains("invalid function")
+        || lower.contains("no function matches")
+        || lower.contains("cannot coerce")
+        || lower.contains("failed to match any signature")
+    {
+        SqlError::UnknownFunction(message.to_string())
+    } else if lower.contains("overflow") || lower.contains("out of range") {
+        SqlError::OutOfRange(message.to_string())
+    } else if lower.contains("cannot cast")
+        || lower.contains("cast error")
+        || lower.contains("parse")
+    {
+        SqlError::InvalidValue(message.to_string())
+    } else if lower.contains("coercion")
+        || lower.contains("cannot infer common")
+        || lower.contains("type")
+    {
+        SqlError::TypeMismatch(message.to_string())
+    } else {
+        SqlError::InvalidStatement(message.to_string())
+    }
+}
+
+/// `relation "x" does not exist` (and the same of types, functions, schemas, roles), as
+/// Fluxion's own functions phrase it, → the kind and the name.
+fn missing_object(message: &str) -> Option<(&'static str, String)> {
+    let (kind, rest) = message.split_once(" \"")?;
+    let (name, tail) = rest.rsplit_once('"')?;
+    if tail != " does not exist" {
+        return None;
+    }
+    let kind = match kind {
+        "relation" => "relation",
+        "type" => "type",
+        "function" => "function",
+        "schema" => "schema",
+        "role" => "role",
+        _ => return None,
+    };
+    Some((kind, name.to_string()))
+}
+
+/// `table 'fluxion.public.x' not found` → `x`.
+fn missing_table(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("table '")?;
+    let name = rest.split('\'').next()?;
+    Some(name.rsplit('.').next().unwrap_or(name).to_string())
+}
+
+/// Postgres's message for a column used outside GROUP BY: `column "t.c" must appear in the
+/// GROUP BY clause or be used in an aggregate function` (DataFusion's names the schema too).
+fn rephrase_grouping_error(message: &str) -> String {
+    let column = message
+        .split("column \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next());
+    match column {
+        Some(column) => {
+            let parts: Vec<&str> = column.split('.').collect();
+            let relation_and_column = parts[parts.len().saturating_sub(2)..].join(".");
+            format!(
+                "column \"{relation_and_column}\" must appear in the GROUP BY clause or be used in an aggregate function"
+            )
+        }
+        None => message.to_string(),
+    }
+}
+
+fn rephrase_column_error(message: &str) -> String {
+    match message.split("No field named ").nth(1) {
+        Some(rest) => {
+            let name = rest
+                .split(['\n', ' '])
+                .next()
+                .unwrap_or(rest)
+                .trim_end_matches('.')
+                .replace('"', "");
+            // Postgres quotes a bare name but not a qualified one.
+            if name.contains('.') {
+                format!("column {name} does not exist")
+            } else {
+                format!("column \"{name}\" does not exist")
+            }
+        }
+        None => message.to_string(),
     }
 }

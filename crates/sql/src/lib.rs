@@ -1,21 +1,44 @@
-//! SQL: parsing, planning with DataFusion, and lowering into dataflow plans (the `plan` crate).
+//! The SQL front end: statement text in, typed statements and plans out.
 //!
-//! Statements are parsed with sqlparser's Postgres dialect (through DataFusion), bound and
-//! optimized by DataFusion into a `LogicalPlan`, then [`lower`]ed into a [`plan::Plan`] of
-//! incremental operators that `compute` renders. Catalog objects appear to DataFusion as
+//! [`parse`] turns text into typed [`Statement`]s — PostgreSQL's statements (through
+//! sqlparser's PostgreSQL dialect) and Fluxion's own (sources, sinks, subscriptions) — with
+//! names folded and literals spelled as DataFusion reads them. The queries and expressions a
+//! statement holds are planned through a [`PlanContext`]: qualified by the session's search
+//! path, PostgreSQL syntax rewritten ([`rewrite`]), bound and optimized by DataFusion into a
+//! `LogicalPlan`, and for views and subscriptions [`lower`]ed into the dataflow plan
+//! (`plan::Plan`) that `compute` renders. Catalog objects appear to DataFusion as
 //! [`catalog::RelationTable`]s, which read snapshots through a [`catalog::SnapshotReader`]
-//! the caller supplies per query.
+//! the caller supplies per query. Errors of every kind a client can act on are [`SqlError`]s,
+//! DataFusion's and Arrow's sorted into them here.
 //!
-//! This crate knows nothing of dataflow execution, storage, sessions or the wire protocol.
+//! This crate is the only one that knows sqlparser: nothing of its syntax tree leaves it. It
+//! knows nothing of dataflow execution, storage, sessions or the wire protocol.
 
+mod bind;
 pub mod catalog;
 pub mod correlated_subqueries;
 mod error;
+pub mod literals;
 mod lower;
+mod names;
+mod parse;
+mod planner;
 mod postgres_arrays;
 mod postgres_types;
+mod reg_types;
+mod result_columns;
+mod rewrite;
 pub mod session;
-pub mod types;
+mod single_value;
+mod statement;
+mod types;
 
 pub use error::SqlError;
 pub use lower::lower;
+pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
+pub use parse::{parse, parse_object_name};
+pub use planner::PlanContext;
+pub use reg_types::RegKind;
+pub use result_columns::{display_name, displayed_schema, reg_kind_of};
+pub use single_value::SINGLE_VALUE;
+pub use statement::*;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use datafusion::common::config::Dialect;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::execution::SessionStateDefaults;
+use datafusion::execution::{FunctionRegistry, SessionStateDefaults};
 use datafusion::logical_expr::planner::ExprPlanner;
 use datafusion::prelude::SessionConfig;
 
@@ -51,12 +51,14 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
         vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];
     expr_planners.extend(SessionStateDefaults::default_expr_planners());
-    let state = SessionStateBuilder::new()
+    let mut state = SessionStateBuilder::new()
         .with_config(config())
         .with_default_features()
         .with_expr_planners(expr_planners)
         .with_analyzer_rules(analyzer_rules)
         .build();
+    // The scalar-subquery rewrite of reads relies on it (see `rewrite::postgres_syntax`).
+    let _ = state.register_udaf(Arc::new(crate::single_value::single_value_udaf()));
     state
         .catalog_list()
         .register_catalog(DATABASE.to_string(), catalog);

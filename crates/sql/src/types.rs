@@ -80,7 +80,12 @@ pub fn arrow_type(declared: &ast::DataType) -> Result<DataType, SqlError> {
             ArrayElemTypeDef::SquareBracket(inner, _) | ArrayElemTypeDef::AngleBracket(inner),
         ) => DataType::List(Arc::new(Field::new("item", arrow_type(inner)?, true))),
         T::Custom(name, _) => custom_type(&name.to_string().to_lowercase())?,
-        other => return Err(SqlError::UnknownType(other.to_string())),
+        other => {
+            return Err(SqlError::UnknownObject {
+                kind: "type",
+                name: other.to_string(),
+            })
+        }
     })
 }
 
@@ -92,7 +97,7 @@ fn decimal(info: &ExactNumberInfo) -> Result<DataType, SqlError> {
     };
     if precision == 0 || precision > 38 || scale < 0 || scale as u8 > precision {
         return Err(SqlError::Unsupported(format!(
-            "numeric precision {precision} and scale {scale} (precision must be 1..38 and scale 0..precision)"
+            "numeric precision {precision} and scale {scale} (precision must be 1..38 and scale 0..precision) is not supported"
         )));
     }
     Ok(DataType::Decimal128(precision, scale))
@@ -109,9 +114,12 @@ fn custom_type(name: &str) -> Result<DataType, SqlError> {
         "bool" => DataType::Boolean,
         "serial" | "bigserial" | "smallserial" => {
             return Err(SqlError::Unsupported(format!(
-                "{name} (sequences); declare the column as an integer type and supply values"
+                "{name} (sequences); declare the column as an integer type and supply values is not supported"
             )))
         }
-        other => return Err(SqlError::UnknownType(other.to_string())),
+        other => return Err(SqlError::UnknownObject {
+            kind: "type",
+            name: other.to_string(),
+        }),
     })
 }

@@ -14,7 +14,6 @@ mod keywords;
 mod options_to_table;
 mod reg_types;
 mod session_functions;
-mod single_value;
 mod text_functions;
 
 use std::sync::{Arc, RwLock};
@@ -33,8 +32,7 @@ use crate::system_catalog::{CatalogSnapshot, SessionInfo};
 
 pub(crate) use keywords::KeywordsFunction;
 pub(crate) use options_to_table::OptionsToTableFunction;
-pub(crate) use reg_types::{reg_type_display_name, RegKind};
-pub(crate) use single_value::{single_value_udaf, SINGLE_VALUE};
+pub(crate) use reg_types::reg_type_display_name;
 
 /// What the functions of one query see: the catalog and the querying session.
 #[derive(Debug, Clone)]

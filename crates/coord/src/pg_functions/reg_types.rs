@@ -19,89 +19,10 @@ use datafusion::logical_expr::{
 use repr::pg_type::PG_TYPE_OID_KEY;
 
 use super::{any_arity, invalid_argument, oid_arg, row_function, text, text_arg, FunctionEnv};
+use sql::RegKind;
+
 use crate::catalog::read;
 use crate::system_catalog::{format_type, type_oid_by_name, CatalogSnapshot, SessionInfo};
-
-/// Which object-identifier type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum RegKind {
-    Class,
-    Type,
-    Proc,
-    Namespace,
-    Role,
-}
-
-impl RegKind {
-    /// The kind of a type name used in a cast (`regclass`, `pg_catalog.regtype`, …).
-    pub fn from_type_name(name: &str) -> Option<RegKind> {
-        let name = name.to_lowercase();
-        Some(match name.strip_prefix("pg_catalog.").unwrap_or(&name) {
-            "regclass" => RegKind::Class,
-            "regtype" => RegKind::Type,
-            "regproc" | "regprocedure" => RegKind::Proc,
-            "regnamespace" => RegKind::Namespace,
-            "regrole" => RegKind::Role,
-            _ => return None,
-        })
-    }
-
-    /// The Postgres type's name.
-    pub fn type_name(self) -> &'static str {
-        match self {
-            RegKind::Class => "regclass",
-            RegKind::Type => "regtype",
-            RegKind::Proc => "regproc",
-            RegKind::Namespace => "regnamespace",
-            RegKind::Role => "regrole",
-        }
-    }
-
-    /// The Postgres type's oid.
-    pub fn type_oid(self) -> u32 {
-        match self {
-            RegKind::Class => 2205,
-            RegKind::Type => 2206,
-            RegKind::Proc => 24,
-            RegKind::Namespace => 4089,
-            RegKind::Role => 4096,
-        }
-    }
-
-    /// The kind whose values carry this type oid.
-    pub fn from_type_oid(oid: u32) -> Option<RegKind> {
-        [
-            RegKind::Class,
-            RegKind::Type,
-            RegKind::Proc,
-            RegKind::Namespace,
-            RegKind::Role,
-        ]
-        .into_iter()
-        .find(|k| k.type_oid() == oid)
-    }
-
-    /// What the error calls an object of this kind.
-    fn object_word(self) -> &'static str {
-        match self {
-            RegKind::Class => "relation",
-            RegKind::Type => "type",
-            RegKind::Proc => "function",
-            RegKind::Namespace => "schema",
-            RegKind::Role => "role",
-        }
-    }
-
-    /// The name of the cast function the SQL rewrite calls (`x::regclass`).
-    pub fn cast_function(self) -> String {
-        format!("__to_{}", self.type_name())
-    }
-
-    /// The name of the function printing a value as its name (`x::regclass::text`).
-    pub fn name_function(self) -> String {
-        format!("__{}_name", self.type_name())
-    }
-}
 
 pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
     let kinds = [
@@ -327,11 +248,11 @@ pub(crate) fn reg_type_display_name(
                 let first = searched
                     .iter()
                     .find(|s| snapshot.relation_named(s, &name).is_some());
-                let quoted = crate::naming::sql_ident(&name).to_string();
+                let quoted = sql::quote_ident(&name);
                 if first == Some(&namespace) {
                     quoted
                 } else {
-                    format!("{}.{quoted}", crate::naming::sql_ident(&namespace))
+                    format!("{}.{quoted}", sql::quote_ident(&namespace))
                 }
             }),
         RegKind::Type => crate::system_catalog::type_info(oid)

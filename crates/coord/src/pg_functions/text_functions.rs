@@ -8,7 +8,7 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{ScalarUDF, Signature, TypeSignature, Volatility};
 
 use super::{any_arity, invalid_argument, row_function, text, text_arg};
-use crate::naming::sql_ident;
+use sql::quote_ident;
 
 pub(super) fn functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
@@ -23,7 +23,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             "quote_ident",
             any_arity(&[1], immutable),
             DataType::Utf8,
-            |args| Ok(text(text_arg(&args[0]).map(|t| sql_ident(&t).to_string()))),
+            |args| Ok(text(text_arg(&args[0]).map(|t| quote_ident(&t)))),
         ),
         row_function(
             "quote_literal",
@@ -207,7 +207,7 @@ fn format(pattern: &str, args: &[ScalarValue]) -> datafusion::error::Result<Stri
                 let name = text_arg(value).ok_or_else(|| {
                     invalid_argument("null values cannot be formatted as an SQL identifier")
                 })?;
-                out.push_str(&sql_ident(&name).to_string());
+                out.push_str(&quote_ident(&name));
             }
             'L' => match text_arg(value) {
                 Some(v) => out.push_str(&quote_literal(&v)),

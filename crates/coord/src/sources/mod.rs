@@ -29,8 +29,8 @@ use connectors::{
     Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use repr::{GlobalId, RelationDesc};
+use sql::{CreateSource, Drop};
 use storage::ItemKind;
 
 pub(crate) use errors::{source_errors_relation, source_errors_schema, SOURCE_ERRORS_NAME};
@@ -38,11 +38,10 @@ pub(crate) use registry::{SourceRegistry, SourceStats};
 pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;
-use crate::ddl::{qualified_name, stored_name, PlannedTable};
+use crate::ddl::{stored_name, PlannedTable};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::source_statements::{CreateSource, DropSource};
 use ingest::SourceWiring;
 
 /// The connectors that connect to an upstream system when opened.
@@ -60,11 +59,11 @@ impl Coordinator {
         session: &mut Session,
         mut create: CreateSource,
     ) -> Result<ExecuteResponse, CoordError> {
-        create.name = qualified_name(&self.name_for_new_item(session, &create.name)?);
+        create.name = self.name_for_new_item(session, &create.name)?;
         let error_table = self.resolve_error_table(session, &mut create)?;
         let create_sql = create.to_string();
         let planned = self.plan_source(&create)?;
-        if create.watermark.is_some() {
+        if create.watermark_column().is_some() {
             session.notice(
                 "NOTICE",
                 "00000",
@@ -105,16 +104,16 @@ impl Coordinator {
     pub(crate) async fn drop_source(
         &self,
         session: &mut Session,
-        drop: DropSource,
+        drop: Drop,
     ) -> Result<ExecuteResponse, CoordError> {
         let options = SourceOptions::new(drop.options.clone());
         let drop_slot = options
             .parsed::<bool>("drop_slot")
-            .map_err(|e| CoordError::InvalidStatement(e.to_string()))?
+            .map_err(|e| CoordError::invalid(e.to_string()))?
             .unwrap_or(false);
         options
             .reject_unknown("DROP SOURCE")
-            .map_err(|e| CoordError::InvalidStatement(e.to_string()))?;
+            .map_err(|e| CoordError::invalid(e.to_string()))?;
         let mut slots = Vec::new();
         if drop_slot {
             for name in &drop.names {
@@ -144,24 +143,25 @@ impl Coordinator {
     /// The source's relation: its declared columns, or the columns its connector produces.
     pub(crate) fn plan_source(&self, create: &CreateSource) -> Result<PlannedTable, CoordError> {
         let options = connector_options(create);
-        let connector = options.connector().map(str::to_lowercase).ok_or_else(|| {
-            CoordError::InvalidStatement("CREATE SOURCE needs WITH (connector = '…')".into())
-        })?;
+        let connector = options
+            .connector()
+            .map(str::to_lowercase)
+            .ok_or_else(|| CoordError::invalid("CREATE SOURCE needs WITH (connector = '…')"))?;
         if GENERATORS.contains(&connector.as_str())
-            && (create.format.is_some() || !create.include.is_empty())
+            && (create.format.is_some() || !create.include().is_empty())
         {
-            return Err(CoordError::InvalidStatement(format!(
+            return Err(CoordError::invalid(format!(
                 "connector \"{connector}\" makes up its rows: it takes no FORMAT or INCLUDE"
             )));
         }
-        let planned = if create.columns.is_empty() {
-            if !create.constraints.is_empty() {
-                return Err(CoordError::InvalidStatement(
-                    "a source without declared columns cannot have constraints".into(),
+        let planned = if !create.has_declared_columns() {
+            if create.has_constraints() {
+                return Err(CoordError::invalid(
+                    "a source without declared columns cannot have constraints",
                 ));
             }
             let schema = connectors::source_schema(&options).map_err(connector_error)?;
-            let (schema_name, name) = stored_name(&create.name)?;
+            let (schema_name, name) = stored_name(&create.name);
             PlannedTable {
                 schema: schema_name,
                 name,
@@ -174,11 +174,7 @@ impl Coordinator {
                 is_stream: false,
             }
         } else {
-            let table = CreateTableBuilder::new(create.name.clone())
-                .columns(create.columns.clone())
-                .constraints(create.constraints.clone())
-                .build();
-            self.plan_table(&table)?
+            PlannedTable::new(&create.name, create.plan_columns(&self.base_state)?)
         };
         let include = source_include(create)?;
         let mut planned = with_include_columns(planned, &include)?;
@@ -190,10 +186,9 @@ impl Coordinator {
             && format
                 .as_ref()
                 .is_none_or(|f| f.envelope == Envelope::Plain);
-        if let Some((column, _)) = &create.watermark {
-            let column = crate::naming::fold_ident(column);
+        if let Some(column) = create.watermark_column() {
             if planned.desc.schema.index_of(&column).is_err() {
-                return Err(CoordError::UnknownColumn(format!(
+                return Err(CoordError::unknown_column(format!(
                     "column \"{column}\" named in WATERMARK does not exist"
                 )));
             }
@@ -294,7 +289,7 @@ impl Coordinator {
             name: catalog
                 .get(id)
                 .map(|item| item.name.clone())
-                .unwrap_or_else(|| create.name.to_string()),
+                .unwrap_or_else(|| create.name.name.clone()),
             outputs: std::iter::once(id)
                 .chain(tables.iter().map(|(table, _)| *table))
                 .collect(),
@@ -314,7 +309,7 @@ impl Coordinator {
         let Some(name) = error_table_name(create) else {
             return Ok(None);
         };
-        let object = crate::statement::parse_object_name(&name)?;
+        let object = sql::parse_object_name(&name)?;
         let item = self.resolve_item(session, &object)?;
         let fits = item.kind == ItemKind::Table
             && match &item.details {
@@ -380,8 +375,8 @@ fn source_format(create: &CreateSource) -> Result<Option<Format>, CoordError> {
             .map(Some)
             .map_err(connector_error),
         (None, None) => Ok(None),
-        _ => Err(CoordError::InvalidStatement(
-            "FORMAT needs ENCODE (FORMAT PLAIN ENCODE JSON)".into(),
+        _ => Err(CoordError::invalid(
+            "FORMAT needs ENCODE (FORMAT PLAIN ENCODE JSON)",
         )),
     }
 }
@@ -403,7 +398,9 @@ fn with_include_columns(
         .collect();
     for included in include {
         if fields.iter().any(|f| f.name() == &included.column) {
-            return Err(CoordError::DuplicateColumn(included.column.clone()));
+            return Err(CoordError::Sql(sql::SqlError::DuplicateColumn(
+                included.column.clone(),
+            )));
         }
         let data_type = match included.what {
             Metadata::Key => DataType::Binary,
@@ -420,12 +417,9 @@ fn with_include_columns(
 /// `INCLUDE …` of the statement.
 fn source_include(create: &CreateSource) -> Result<Vec<Include>, CoordError> {
     create
-        .include
+        .include()
         .iter()
-        .map(|(what, column)| {
-            let column = column.as_ref().map(crate::naming::fold_ident);
-            Include::parse(what, column.as_deref()).map_err(connector_error)
-        })
+        .map(|(what, column)| Include::parse(what, column.as_deref()).map_err(connector_error))
         .collect()
 }
 

@@ -15,11 +15,10 @@ use storage::ItemKind;
 
 use crate::catalog::{read, ItemDetails};
 use crate::coordinator::Coordinator;
-use crate::ddl::qualified_name;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::source_statements::{CreateSource, CreateTableFromSource};
+use sql::{CreateSource, CreateTableFromSource, ObjectRef};
 
 /// The connector whose sources feed tables.
 pub(super) const CDC_CONNECTOR: &str = "postgres-cdc";
@@ -45,16 +44,13 @@ impl Coordinator {
                 hint: Some("only a postgres-cdc source feeds tables with FROM … TABLE".into()),
             });
         }
-        from.create.name = qualified_name(&self.name_for_new_item(session, &from.create.name)?);
-        from.source = qualified_name(&crate::naming::ObjectRef {
-            schema: Some(source.schema.clone()),
-            name: source.name.clone(),
-        });
-        if from.create.columns.is_empty() {
+        from.table.name = self.name_for_new_item(session, &from.table.name)?;
+        from.source = ObjectRef::qualified(&source.schema, &source.name);
+        if !from.table.has_columns() {
             from = with_upstream_columns(from, options).await?;
         }
         let create_sql = from.to_string();
-        let planned = self.plan_table(&from.create)?;
+        let planned = self.plan_table(&from.table)?;
         let sequencer = self.sequencer.lock().await;
         let created = self.record_table(
             session,
@@ -62,7 +58,7 @@ impl Coordinator {
             &create_sql,
             planned,
             vec![source.id],
-            from.create.if_not_exists,
+            from.table.if_not_exists,
         )?;
         drop(sequencer);
         if created.is_some() {
@@ -87,8 +83,8 @@ impl Coordinator {
             .items()
             .filter(|item| item.kind == ItemKind::Table && item.depends_on.contains(&id))
             .filter_map(|item| {
-                let Ok(Some(crate::Statement::CreateTableFromSource(from))) =
-                    crate::statement::parse(&item.create_sql).map(|mut s| s.pop())
+                let Ok(Some(sql::Statement::CreateTableFromSource(from))) =
+                    sql::parse(&item.create_sql).map(|mut s| s.pop())
                 else {
                     return None;
                 };
@@ -134,8 +130,8 @@ impl Coordinator {
 
 /// The `CREATE SOURCE` statement source `item` was created with.
 pub(super) fn stored_create(item: &crate::catalog::Item) -> Result<CreateSource, CoordError> {
-    match crate::statement::parse(&item.create_sql)?.pop() {
-        Some(crate::Statement::CreateSource(create)) => Ok(create),
+    match sql::parse(&item.create_sql)?.pop() {
+        Some(sql::Statement::CreateSource(create)) => Ok(create),
         _ => Err(CoordError::WrongObjectType {
             name: item.name.clone(),
             expected: "a source",
@@ -179,39 +175,5 @@ async fn with_upstream_columns(
     .await
     .map_err(|e| CoordError::Internal(format!("upstream lookup failed: {e}")))?
     .map_err(super::connector_error)?;
-    let mut elements: Vec<String> = schema
-        .fields()
-        .iter()
-        .map(|field| {
-            format!(
-                "\"{}\" {}{}",
-                field.name().replace('"', "\"\""),
-                repr::pg_type::format_type(field),
-                if field.is_nullable() { "" } else { " NOT NULL" }
-            )
-        })
-        .collect();
-    if let Some(key) = key {
-        let names: Vec<String> = key
-            .iter()
-            .map(|&c| format!("\"{}\"", schema.field(c).name().replace('"', "\"\"")))
-            .collect();
-        elements.push(format!("PRIMARY KEY ({})", names.join(", ")));
-    }
-    let if_not_exists = if from.create.if_not_exists {
-        "IF NOT EXISTS "
-    } else {
-        ""
-    };
-    let sql = format!(
-        "CREATE TABLE {if_not_exists}{} ({}) FROM {} TABLE '{}'",
-        from.create.name,
-        elements.join(", "),
-        from.source,
-        from.reference.replace('\'', "''")
-    );
-    match crate::statement::parse(&sql)?.pop() {
-        Some(crate::Statement::CreateTableFromSource(from)) => Ok(from),
-        _ => Err(CoordError::Internal(format!("cannot read back {sql}"))),
-    }
+    Ok(from.with_upstream_columns(&schema, key)?)
 }

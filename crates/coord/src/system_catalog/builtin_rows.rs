@@ -75,13 +75,6 @@ pub(crate) fn keyword_rows() -> &'static [Vec<Value>] {
     ROWS.get_or_init(|| parse_rows(KEYWORDS_CSV, &[25, 18, 16, 25, 25]))
 }
 
-/// The keywords PostgreSQL reserves (catcode `R`), which identifiers must quote.
-pub(crate) fn is_reserved_keyword(word: &str) -> bool {
-    keyword_rows().iter().any(|row| {
-        matches!((&row[0], &row[1]), (Value::Text(w), Value::Text(c)) if w == word && c == "R")
-    })
-}
-
 /// A built-in catalog batch (cached: built-in rows never change).
 pub(crate) fn builtin_batch(relation: &'static str) -> RecordBatch {
     static BATCHES: OnceLock<std::sync::Mutex<HashMap<&'static str, RecordBatch>>> =
@@ -233,7 +226,17 @@ mod tests {
             assert!(batch.num_rows() > 0, "{name} has rows");
         }
         assert!(builtin_batch("pg_type").num_rows() > 400);
-        assert!(is_reserved_keyword("select"));
-        assert!(!is_reserved_keyword("orders"));
+    }
+
+    #[test]
+    fn the_sql_front_end_reserves_postgres_reserved_keywords() {
+        let reserved: Vec<&str> = keyword_rows()
+            .iter()
+            .filter_map(|row| match (&row[0], &row[1]) {
+                (Value::Text(word), Value::Text(code)) if code == "R" => Some(word.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reserved, sql::RESERVED_KEYWORDS);
     }
 }

@@ -3,7 +3,7 @@
 //! columns of a key from it), so it is real, re-runnable DDL.
 
 use super::snapshot::{CatalogSnapshot, Constraint, Index};
-use crate::naming::sql_ident;
+use sql::quote_ident;
 
 /// The name of column `attnum` of the relation `table_oid`, quoted as needed.
 fn column_name(snapshot: &CatalogSnapshot, table_oid: u32, attnum: i16) -> Option<String> {
@@ -12,7 +12,7 @@ fn column_name(snapshot: &CatalogSnapshot, table_oid: u32, attnum: i16) -> Optio
         .columns
         .iter()
         .find(|c| c.attnum == attnum)
-        .map(|c| sql_ident(&c.name).to_string())
+        .map(|c| quote_ident(&c.name))
 }
 
 fn column_list(snapshot: &CatalogSnapshot, table_oid: u32, attnums: &[i16]) -> String {
@@ -31,9 +31,9 @@ pub(crate) fn index_definition(snapshot: &CatalogSnapshot, index: &Index) -> Str
     format!(
         "CREATE {}INDEX {} ON {}.{} USING btree ({})",
         if index.is_primary { "UNIQUE " } else { "" },
-        sql_ident(&index.name),
-        sql_ident(&table.namespace),
-        sql_ident(&table.name),
+        quote_ident(&index.name),
+        quote_ident(&table.namespace),
+        quote_ident(&table.name),
         column_list(snapshot, index.table_oid, &index.columns)
     )
 }

@@ -295,7 +295,7 @@ fn check_constraints(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Reco
                 ),
                 (
                     "check_clause",
-                    format!("{} IS NOT NULL", crate::naming::sql_ident(&column.name)).into(),
+                    format!("{} IS NOT NULL", sql::quote_ident(&column.name)).into(),
                 ),
             ]);
         }

@@ -39,7 +39,7 @@ use crate::catalog::{read, Catalog};
 pub(crate) use builtin_functions::{
     builtin_function_name, builtin_function_named, builtin_function_types,
 };
-pub(crate) use builtin_rows::{is_reserved_keyword, keyword_rows};
+pub(crate) use builtin_rows::keyword_rows;
 pub(crate) use column_types::relation_def;
 pub(crate) use definitions::{constraint_definition, index_column_definition};
 pub(crate) use fluxion_catalog::{relations as fluxion_catalog_relations, SystemSchema};
@@ -61,11 +61,6 @@ pub(crate) fn is_system_schema(name: &str) -> bool {
         name,
         SYSTEM_SCHEMA | PG_CATALOG | INFORMATION_SCHEMA | "pg_toast"
     )
-}
-
-/// Whether `pg_catalog` has a relation called `name` (an unqualified name finds it first).
-pub(crate) fn is_pg_catalog_relation(name: &str) -> bool {
-    relation_def(PG_CATALOG, name).is_some()
 }
 
 /// What the catalogs need to know about the session that queries them.

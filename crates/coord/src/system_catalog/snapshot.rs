@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::sql::sqlparser::ast::{ColumnOption, Statement};
 use repr::pg_type::{format_type, pg_type_of_field, type_modifier};
 use repr::GlobalId;
 use storage::ItemKind;
@@ -267,11 +266,13 @@ impl CatalogSnapshot {
             (ItemDetails::Relation(table), _) => (
                 'm',
                 table.desc.schema.clone(),
-                Some(view_query_text(&item.create_sql)),
+                Some(sql::CreateView::stored_query_text(&item.create_sql)),
             ),
-            (ItemDetails::View(view), _) => {
-                ('v', view.schema(), Some(view_query_text(&item.create_sql)))
-            }
+            (ItemDetails::View(view), _) => (
+                'v',
+                view.schema(),
+                Some(sql::CreateView::stored_query_text(&item.create_sql)),
+            ),
             (ItemDetails::Index { on }, _) => {
                 self.add_user_index(catalog, item, *on, namespace_oid);
                 return;
@@ -283,7 +284,7 @@ impl CatalogSnapshot {
             ) => return,
         };
         let defaults = if kind == 'r' {
-            column_defaults(&item.create_sql)
+            sql::column_defaults(&item.create_sql).into_iter().collect()
         } else {
             BTreeMap::new()
         };
@@ -365,40 +366,4 @@ fn columns_of(schema: &SchemaRef, defaults: &BTreeMap<String, String>) -> Vec<Co
             }
         })
         .collect()
-}
-
-/// The DEFAULT expressions of a CREATE TABLE, as SQL, by column.
-fn column_defaults(create_sql: &str) -> BTreeMap<String, String> {
-    let Ok(mut statements) = crate::coordinator::parse(create_sql) else {
-        return BTreeMap::new();
-    };
-    let Some(Statement::CreateTable(create)) = statements.pop() else {
-        return BTreeMap::new();
-    };
-    create
-        .columns
-        .iter()
-        .filter_map(|column| {
-            column
-                .options
-                .iter()
-                .find_map(|option| match &option.option {
-                    ColumnOption::Default(expr) => {
-                        Some((crate::naming::fold_ident(&column.name), expr.to_string()))
-                    }
-                    _ => None,
-                })
-        })
-        .collect()
-}
-
-/// The SELECT of a CREATE [MATERIALIZED] VIEW, as `pg_get_viewdef` prints it.
-fn view_query_text(create_sql: &str) -> String {
-    match crate::coordinator::parse(create_sql)
-        .ok()
-        .and_then(|mut s| s.pop())
-    {
-        Some(Statement::CreateView(create)) => format!(" {};", create.query),
-        _ => String::new(),
-    }
 }

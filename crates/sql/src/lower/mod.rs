@@ -210,8 +210,8 @@ impl Lowerer<'_> {
 
     fn lower_values(&self, rows: &[Vec<Expr>], schema: &DFSchemaRef) -> Result<Plan, SqlError> {
         let arrow = arrow_schema(schema);
-        let codec =
-            RowCodec::new(arrow.clone()).map_err(|e| SqlError::Unsupported(e.to_string()))?;
+        let codec = RowCodec::new(arrow.clone())
+            .map_err(|e| SqlError::Unsupported(format!("{e} is not supported")))?;
         let empty = DFSchema::empty();
         let one_row = RecordBatch::try_new_with_options(
             Arc::new(Schema::empty()),
@@ -235,7 +235,7 @@ impl Lowerer<'_> {
                 .collect::<Result<Vec<ArrayRef>, SqlError>>()?;
             let row = codec
                 .encode_columns(&columns, 1)
-                .map_err(|e| SqlError::Unsupported(e.to_string()))?;
+                .map_err(|e| SqlError::Unsupported(format!("{e} is not supported")))?;
             encoded.extend(row.into_iter().map(|r| (r, 1)));
         }
         Ok(Plan::Constant {

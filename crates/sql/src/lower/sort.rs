@@ -81,7 +81,9 @@ fn literal_count(expr: Option<&Expr>, clause: &str) -> Result<Option<usize>, Sql
                     datafusion::common::ScalarValue::Int64(Some(n)) if n >= 0 => Some(n as usize),
                     _ => None,
                 })
-                .ok_or_else(|| SqlError::Unsupported(format!("{clause} {value}")))?;
+                .ok_or_else(|| {
+                    SqlError::Unsupported(format!("{clause} {value} is not supported"))
+                })?;
             Ok(Some(n))
         }
         Some(other) => Err(SqlError::not_incremental(

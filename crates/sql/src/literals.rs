@@ -13,15 +13,17 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, DataType as SqlType, Expr, Statement, Value, ValueWithSpan,
+    visit_expressions_mut, DataType as SqlType, Expr, Value, ValueWithSpan, VisitMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
 /// Which kind of temporal value a literal becomes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Temporal {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Temporal {
+    /// `timestamp` or `timestamptz`.
     Timestamp,
+    /// `interval`.
     Interval,
 }
 
@@ -38,8 +40,8 @@ pub(crate) fn temporal_kind(data_type: &SqlType) -> Option<Temporal> {
 }
 
 /// Rewrites the statement's literals (see the module documentation).
-pub(crate) fn normalize_literals(statement: &mut Statement) {
-    let _ = visit_expressions_mut(statement, |expr| {
+pub(crate) fn normalize_literals<T: VisitMut>(node: &mut T) {
+    let _ = visit_expressions_mut(node, |expr| {
         match expr {
             Expr::TypedString(typed) => {
                 if let (Some(kind), Value::SingleQuotedString(text)) =
@@ -57,7 +59,7 @@ pub(crate) fn normalize_literals(statement: &mut Statement) {
                     normalize_string_literal(inner, kind);
                 }
                 if matches!(data_type, SqlType::Bytea) {
-                    crate::statement_checks::rewrite_bytea_literal(inner);
+                    crate::rewrite::checks::rewrite_bytea_literal(inner);
                 }
             }
             Expr::Value(ValueWithSpan {
@@ -91,7 +93,12 @@ pub(crate) fn normalize_string_literal(expr: &mut Expr, kind: Temporal) {
 }
 
 /// A Postgres spelling of a timestamp or interval in a spelling Arrow parses.
-pub(crate) fn normalize(kind: Temporal, text: &str) -> String {
+///
+/// ```
+/// use sql::literals::{normalize, Temporal};
+/// assert_eq!(normalize(Temporal::Timestamp, "2024-01-01 10:00"), "2024-01-01 10:00:00");
+/// ```
+pub fn normalize(kind: Temporal, text: &str) -> String {
     match kind {
         Temporal::Timestamp => normalize_timestamp(text),
         Temporal::Interval => normalize_interval(text),

@@ -5,7 +5,7 @@
 //!   bytewise, which is the `C` collation);
 //! - schema-qualified function names (`pg_catalog.format_type`) name the function;
 //! - `x::regclass` (and `regtype`, `regproc`, `regnamespace`, `regrole`) looks the name up,
-//!   `x::regclass::text` prints it (see `pg_functions::reg_types`); `::oid` and `::name` are
+//!   `x::regclass::text` prints it (see [`crate::reg_types`]); `::oid` and `::name` are
 //!   bigint and text, the types Fluxion holds them in;
 //! - `'{a,b}'::text[]` is an array; `x LIKE p ESCAPE '/'` escapes with `/`;
 //! - `ARRAY(SELECT e …)` is the `array_agg` of the subquery (in the subquery's order);
@@ -26,7 +26,8 @@ use datafusion::sql::sqlparser::ast::{
     Value, VisitMut, VisitorMut,
 };
 
-use crate::pg_functions::{RegKind, SINGLE_VALUE};
+use crate::reg_types::RegKind;
+use crate::single_value::SINGLE_VALUE;
 
 /// Where a statement will run, which decides the rewrites that apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +102,7 @@ fn sort_by_subqueries(query: &mut Query) {
     let limit = query.limit_clause.take();
     let inner = query.clone();
     let Some(Statement::Query(mut outer)) =
-        crate::coordinator::parse(&format!("SELECT * FROM ({inner}) AS __ordered"))
+        crate::parse::parse_sql(&format!("SELECT * FROM ({inner}) AS __ordered"))
             .ok()
             .and_then(|mut s| s.pop())
     else {
@@ -129,7 +130,7 @@ fn select_list_expr(key: &Expr, projection: &[SelectItem]) -> Option<Expr> {
         },
         Expr::Identifier(name) => projection.iter().find(|item| {
             matches!(item, SelectItem::ExprWithAlias { alias, .. }
-                if crate::naming::fold_ident(alias) == crate::naming::fold_ident(name))
+                if crate::names::fold_ident(alias) == crate::names::fold_ident(name))
         })?,
         _ => return None,
     };
@@ -284,7 +285,7 @@ impl VisitorMut for Rewriter<'_> {
                         arguments.join(", "),
                         sql_quoted(&column)
                     );
-                    if let Some(Statement::Query(subquery)) = crate::coordinator::parse(&call)
+                    if let Some(Statement::Query(subquery)) = crate::parse::parse_sql(&call)
                         .ok()
                         .and_then(|mut s| s.pop())
                     {
@@ -435,7 +436,7 @@ impl Rewriter<'_> {
             let inner = query.clone();
             let outer =
                 format!("SELECT {SINGLE_VALUE}(__single) FROM ({inner}) AS __single_row(__single)");
-            if let Some(Statement::Query(outer)) = crate::coordinator::parse(&outer)
+            if let Some(Statement::Query(outer)) = crate::parse::parse_sql(&outer)
                 .ok()
                 .and_then(|mut s| s.pop())
             {
@@ -470,14 +471,14 @@ fn needs_derived_table(expr: &Expr, select: &Select) -> bool {
                 TableFactor::Table { name, alias, .. } => {
                     local.extend(name.0.iter().map(part_name));
                     if let Some(alias) = alias {
-                        local.push(crate::naming::fold_ident(&alias.name));
+                        local.push(crate::names::fold_ident(&alias.name));
                     }
                 }
                 TableFactor::Derived { alias, .. }
                 | TableFactor::UNNEST { alias, .. }
                 | TableFactor::Function { alias, .. } => {
                     if let Some(alias) = alias {
-                        local.push(crate::naming::fold_ident(&alias.name));
+                        local.push(crate::names::fold_ident(&alias.name));
                     }
                 }
                 _ => return false,
@@ -490,7 +491,7 @@ fn needs_derived_table(expr: &Expr, select: &Select) -> bool {
         let outer = match e {
             Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => true,
             Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                !local.contains(&crate::naming::fold_ident(&parts[parts.len() - 2]))
+                !local.contains(&crate::names::fold_ident(&parts[parts.len() - 2]))
             }
             _ => false,
         };
@@ -601,7 +602,7 @@ fn array_subquery(mut query: Query, is_aggregate: &dyn Fn(&str) -> bool) -> Expr
     let outer = format!(
         "SELECT array_agg(__array_element) FROM ({query}) AS __array_subquery(__array_element)"
     );
-    match crate::coordinator::parse(&outer)
+    match crate::parse::parse_sql(&outer)
         .ok()
         .and_then(|mut s| s.pop())
     {
@@ -641,7 +642,7 @@ fn field_access(root: &Expr, chain: &[ast::AccessExpr]) -> Option<Expr> {
         current = match access {
             ast::AccessExpr::Dot(Expr::Identifier(field)) => call(
                 "get_field",
-                vec![current, string(&crate::naming::fold_ident(field))],
+                vec![current, string(&crate::names::fold_ident(field))],
             ),
             other => Expr::CompoundFieldAccess {
                 root: Box::new(current),
@@ -862,7 +863,7 @@ fn strip_catalog_schema(name: &mut ObjectName) {
 
 fn part_name(part: &ObjectNamePart) -> String {
     match part {
-        ObjectNamePart::Identifier(ident) => crate::naming::fold_ident(ident),
+        ObjectNamePart::Identifier(ident) => crate::names::fold_ident(ident),
         ObjectNamePart::Function(f) => f.name.value.to_lowercase(),
     }
 }
@@ -913,7 +914,14 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str, target: Target) -> String {
-        let mut statement = crate::coordinator::parse(sql).unwrap().pop().unwrap();
+        let mut statement = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+            &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+            sql,
+        )
+        .unwrap()
+        .pop()
+        .unwrap();
+        crate::literals::normalize_literals(&mut statement);
         rewrite_postgres_syntax(&mut statement, target, &|name| {
             matches!(name, "count" | "max" | "array_agg")
         });

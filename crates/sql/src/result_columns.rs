@@ -1,28 +1,32 @@
-//! Postgres's names for unnamed result columns: `count(*)` is `count`, `x::text` is `x`,
-//! anything else `?column?`. DataFusion would name them after the whole expression.
+//! Result columns as PostgreSQL shows them. Unnamed columns get Postgres's names
+//! (`count(*)` is `count`, `x::text` is `x`, anything else `?column?`; DataFusion would name
+//! them after the whole expression), and columns of a reg type (`regclass`, …) are shown as
+//! the names of their objects.
 
 use std::collections::HashSet;
-
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use std::ops::ControlFlow;
-
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{
     Expr, Ident, Query, Select, SelectItem, VisitMut, VisitorMut,
 };
+use repr::pg_type::PG_TYPE_OID_KEY;
+
+use crate::names::fold_ident;
+use crate::reg_types::RegKind;
 
 /// Separates a result column's name from the suffix that keeps a repeated name unique while
 /// DataFusion plans (Postgres allows `SELECT a, a`; DataFusion requires distinct names).
 const REPEAT_MARKER: char = '\u{1f}';
 
 /// The name a client sees for a planned result column.
-pub(crate) fn display_name(planned: &str) -> &str {
+pub fn display_name(planned: &str) -> &str {
     planned.split(REPEAT_MARKER).next().unwrap_or(planned)
 }
 
-/// `schema` with the names clients see.
-pub(crate) fn display_schema(schema: &SchemaRef) -> SchemaRef {
+/// `schema` with the names clients see (see [`displayed_schema`]).
+fn display_schema(schema: &SchemaRef) -> SchemaRef {
     if !schema
         .fields()
         .iter()
@@ -36,6 +40,30 @@ pub(crate) fn display_schema(schema: &SchemaRef) -> SchemaRef {
         .map(|f| f.as_ref().clone().with_name(display_name(f.name())))
         .collect();
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The reg type a column holds, if any.
+pub fn reg_kind_of(field: &Field) -> Option<RegKind> {
+    let oid = field.metadata().get(PG_TYPE_OID_KEY)?.parse().ok()?;
+    RegKind::from_type_oid(oid).filter(|_| field.data_type() == &DataType::Int64)
+}
+
+/// The schema of a result as clients see it: Postgres's column names, and reg-type columns as
+/// the text of their names.
+pub fn displayed_schema(schema: &SchemaRef) -> SchemaRef {
+    let named = display_schema(schema);
+    if !named.fields().iter().any(|f| reg_kind_of(f).is_some()) {
+        return named;
+    }
+    let fields: Vec<Field> = named
+        .fields()
+        .iter()
+        .map(|f| match reg_kind_of(f) {
+            Some(_) => Field::new(f.name(), DataType::Utf8, true),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, named.metadata().clone()))
 }
 
 /// Names the SELECT lists of a query (and of its subqueries) as Postgres does: an unnamed
@@ -149,99 +177,4 @@ mod tests {
         );
         assert_eq!(display_name("count\u{1f}1"), "count");
     }
-}
-
-/// An identifier as Postgres folds it: quoted identifiers keep their case, others are lower
-/// case.
-pub(crate) fn fold_ident(ident: &Ident) -> String {
-    if ident.quote_style.is_some() {
-        ident.value.clone()
-    } else {
-        ident.value.to_lowercase()
-    }
-}
-
-/// A name as written in a statement: an optional schema and the object's own name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ObjectRef {
-    /// The schema, if the name was qualified.
-    pub schema: Option<String>,
-    /// The object's name within its schema.
-    pub name: String,
-}
-
-impl std::fmt::Display for ObjectRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.schema {
-            Some(schema) => write!(f, "{schema}.{}", self.name),
-            None => f.write_str(&self.name),
-        }
-    }
-}
-
-/// The parts of a (possibly schema- or database-qualified) name, folded as Postgres folds them.
-pub(crate) fn object_ref(
-    name: &datafusion::sql::sqlparser::ast::ObjectName,
-) -> Result<ObjectRef, crate::error::CoordError> {
-    use datafusion::sql::sqlparser::ast::ObjectNamePart;
-    let parts = name
-        .0
-        .iter()
-        .map(|part| match part {
-            ObjectNamePart::Identifier(ident) => Ok(fold_ident(ident)),
-            ObjectNamePart::Function(_) => Err(crate::error::CoordError::Unsupported(format!(
-                "object name {name}"
-            ))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    match parts.as_slice() {
-        [object] => Ok(ObjectRef {
-            schema: None,
-            name: object.clone(),
-        }),
-        [schema, object] => Ok(ObjectRef {
-            schema: Some(schema.clone()),
-            name: object.clone(),
-        }),
-        [database, schema, object] if database == sql::session::DATABASE => Ok(ObjectRef {
-            schema: Some(schema.clone()),
-            name: object.clone(),
-        }),
-        [_, _, _] => Err(crate::error::CoordError::Unsupported(format!(
-            "cross-database references are not implemented: {name}"
-        ))),
-        _ => Err(crate::error::CoordError::Syntax(format!(
-            "improper qualified name (too many dotted names): {name}"
-        ))),
-    }
-}
-
-/// A column name: the last part of a possibly qualified name.
-pub(crate) fn column_name(
-    name: &datafusion::sql::sqlparser::ast::ObjectName,
-) -> Result<String, crate::error::CoordError> {
-    Ok(object_ref(name)?.name)
-}
-
-/// An identifier that reads back as `name`: quoted unless it is a lower-case word that needs
-/// no quotes (what `quote_ident` decides).
-pub(crate) fn sql_ident(name: &str) -> Ident {
-    if needs_quotes(name) {
-        Ident::with_quote('"', name)
-    } else {
-        Ident::new(name)
-    }
-}
-
-/// Whether Postgres needs `name` quoted to read it back unchanged.
-pub(crate) fn needs_quotes(name: &str) -> bool {
-    let mut chars = name.chars();
-    let starts_well = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
-    !starts_well
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
-        || crate::system_catalog::is_reserved_keyword(name)
 }

@@ -14,17 +14,18 @@ use datafusion::sql::sqlparser::ast::ObjectName;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 
-use crate::source_statements::{parse_options, parse_upper_word, parse_word, write_options};
+use crate::names::{object_ref, ObjectRef};
+use crate::parse::options::{parse_options, parse_upper_word, parse_word, write_options};
 
 /// `CREATE SINK`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateSink {
     /// The sink's name.
-    pub name: ObjectName,
+    pub name: ObjectRef,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
     /// The relation whose changes it delivers.
-    pub from: ObjectName,
+    pub from: ObjectRef,
     /// The `WITH (…)` options, names in lower case, in the order written.
     pub options: Vec<(String, String)>,
     /// `FORMAT …` (upper case; default PLAIN).
@@ -74,9 +75,9 @@ fn parse_own_statement(parser: &mut Parser) -> Result<SinkStatement, ParserError
         return Ok(SinkStatement::Drop { names, if_exists });
     }
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-    let name = parser.parse_object_name(false)?;
+    let name = parse_name(parser)?;
     parser.expect_keyword(Keyword::FROM)?;
-    let from = parser.parse_object_name(false)?;
+    let from = parse_name(parser)?;
     parser.expect_keyword(Keyword::WITH)?;
     let options = parse_options(parser)?;
     let (format, encode) = if parser.parse_keyword(Keyword::FORMAT) {
@@ -98,13 +99,34 @@ fn parse_own_statement(parser: &mut Parser) -> Result<SinkStatement, ParserError
     }))
 }
 
+impl CreateSink {
+    /// The value of option `name`.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An object name written in a sink statement.
+fn parse_name(parser: &mut Parser) -> Result<ObjectRef, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    object_ref(&name).map_err(|e| ParserError::ParserError(e.to_string()))
+}
+
 impl fmt::Display for CreateSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CREATE SINK ")?;
         if self.if_not_exists {
             write!(f, "IF NOT EXISTS ")?;
         }
-        write!(f, "{} FROM {} WITH ", self.name, self.from)?;
+        write!(
+            f,
+            "{} FROM {} WITH ",
+            self.name.to_sql(),
+            self.from.to_sql()
+        )?;
         write_options(f, &self.options)?;
         if let (Some(format), Some(encode)) = (&self.format, &self.encode) {
             write!(f, " FORMAT {format} ENCODE {encode}")?;

@@ -15,10 +15,10 @@ use datafusion::logical_expr::{
 };
 
 /// The name of the aggregate.
-pub(crate) const SINGLE_VALUE: &str = "__single_value";
+pub const SINGLE_VALUE: &str = "__single_value";
 
 /// The `__single_value` aggregate.
-pub(crate) fn single_value_udaf() -> AggregateUDF {
+pub fn single_value_udaf() -> AggregateUDF {
     AggregateUDF::from(SingleValue {
         signature: Signature::any(1, Volatility::Immutable),
     })

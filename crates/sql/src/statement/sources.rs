@@ -17,26 +17,34 @@
 
 use std::fmt;
 
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::context::SessionState;
+use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, CreateTable, Expr, Ident, ObjectName, Statement, TableConstraint,
+    ColumnDef, Expr, Ident, ObjectName, Statement, TableConstraint,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
+use super::ddl::{CreateTable, TableDefinition};
+use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
+use crate::parse::options::{parse_options, parse_upper_word, parse_word, quoted, write_options};
+use crate::SqlError;
+
 /// `CREATE SOURCE`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateSource {
     /// The source's name.
-    pub name: ObjectName,
+    pub name: ObjectRef,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
     /// The declared columns (none: the connector's own).
-    pub columns: Vec<ColumnDef>,
+    columns: Vec<ColumnDef>,
     /// Table constraints (`PRIMARY KEY (…)`).
-    pub constraints: Vec<TableConstraint>,
+    constraints: Vec<TableConstraint>,
     /// `WATERMARK FOR column AS expr`.
-    pub watermark: Option<(Ident, Expr)>,
+    watermark: Option<(Ident, Expr)>,
     /// The `WITH (…)` options, names in lower case, in the order written.
     pub options: Vec<(String, String)>,
     /// `FORMAT …` (upper case).
@@ -44,12 +52,49 @@ pub struct CreateSource {
     /// `ENCODE …` (upper case).
     pub encode: Option<String>,
     /// `INCLUDE what [AS column]`.
-    pub include: Vec<(String, Option<Ident>)>,
+    include: Vec<(String, Option<Ident>)>,
 }
 
-/// `DROP SOURCE`.
+impl CreateSource {
+    /// Whether the statement declares the source's columns (else the connector's are taken).
+    pub fn has_declared_columns(&self) -> bool {
+        !self.columns.is_empty()
+    }
+
+    /// Whether it declares table constraints (a primary key).
+    pub fn has_constraints(&self) -> bool {
+        !self.constraints.is_empty()
+    }
+
+    /// The column `WATERMARK FOR` names.
+    pub fn watermark_column(&self) -> Option<String> {
+        self.watermark
+            .as_ref()
+            .map(|(column, _)| fold_ident(column))
+    }
+
+    /// What `INCLUDE` asks for, each with the column it goes to if one is named.
+    pub fn include(&self) -> Vec<(String, Option<String>)> {
+        self.include
+            .iter()
+            .map(|(what, alias)| (what.clone(), alias.as_ref().map(fold_ident)))
+            .collect()
+    }
+
+    /// The declared columns and primary key, planned like a table's (`state` plans the
+    /// DEFAULT expressions).
+    pub fn plan_columns(&self, state: &SessionState) -> Result<TableDefinition, SqlError> {
+        let table = CreateTableBuilder::new(object_name(&self.name))
+            .columns(self.columns.clone())
+            .constraints(self.constraints.clone())
+            .build();
+        CreateTable::from_sql(table)?.plan(state)
+    }
+}
+
+/// `DROP SOURCE`, as parsed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DropSource {
+pub(crate) struct DropSource {
     /// The sources to drop.
     pub names: Vec<ObjectName>,
     /// `IF EXISTS`.
@@ -65,11 +110,56 @@ pub struct DropSource {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateTableFromSource {
     /// The table (its columns may be empty: the upstream table's are taken).
-    pub create: CreateTable,
+    pub table: CreateTable,
     /// The source.
-    pub source: ObjectName,
+    pub source: ObjectRef,
     /// The upstream table (`public.orders`).
     pub reference: String,
+}
+
+impl CreateTableFromSource {
+    /// The statement with the upstream table's columns and primary key (`key`, column
+    /// positions) in place of its own.
+    pub fn with_upstream_columns(
+        &self,
+        schema: &SchemaRef,
+        key: Option<Vec<usize>>,
+    ) -> Result<CreateTableFromSource, SqlError> {
+        let mut elements: Vec<String> = schema
+            .fields()
+            .iter()
+            .map(|field| {
+                format!(
+                    "\"{}\" {}{}",
+                    field.name().replace('"', "\"\""),
+                    repr::pg_type::format_type(field),
+                    if field.is_nullable() { "" } else { " NOT NULL" }
+                )
+            })
+            .collect();
+        if let Some(key) = key {
+            let names: Vec<String> = key
+                .iter()
+                .map(|&c| format!("\"{}\"", schema.field(c).name().replace('"', "\"\"")))
+                .collect();
+            elements.push(format!("PRIMARY KEY ({})", names.join(", ")));
+        }
+        let sql = format!(
+            "CREATE TABLE {} ({})",
+            self.table.name.to_sql(),
+            elements.join(", "),
+        );
+        let mut statements = crate::parse::parse_sql(&sql)?;
+        let Some(Statement::CreateTable(mut table)) = statements.pop() else {
+            return Err(SqlError::Internal(format!("cannot read back {sql}")));
+        };
+        table.if_not_exists = self.table.if_not_exists;
+        Ok(CreateTableFromSource {
+            table: CreateTable::from_sql(table)?,
+            source: self.source.clone(),
+            reference: self.reference.clone(),
+        })
+    }
 }
 
 impl fmt::Display for CreateTableFromSource {
@@ -77,11 +167,17 @@ impl fmt::Display for CreateTableFromSource {
         write!(
             f,
             "{} FROM {} TABLE {}",
-            Statement::CreateTable(self.create.clone()),
-            self.source,
+            self.table.to_sql(),
+            self.source.to_sql(),
             quoted(&self.reference)
         )
     }
+}
+
+/// An object name written in one of these statements.
+fn parse_name(parser: &mut Parser) -> Result<ObjectRef, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    object_ref(&name).map_err(|e| ParserError::ParserError(e.to_string()))
 }
 
 /// Parses the statement at the parser's position if it is one of Fluxion's own; `Ok(None)`
@@ -131,12 +227,14 @@ fn parse_create_table(parser: &mut Parser) -> Result<SourceStatement, ParserErro
     let Statement::CreateTable(create) = statement else {
         return parser.expected("CREATE TABLE before FROM", parser.peek_token());
     };
-    let source = parser.parse_object_name(false)?;
+    let source = parse_name(parser)?;
     parser.expect_keyword(Keyword::TABLE)?;
     let reference = parser.parse_literal_string()?;
+    let table =
+        CreateTable::from_sql(create).map_err(|e| ParserError::ParserError(e.to_string()))?;
     Ok(SourceStatement::CreateTableFrom(Box::new(
         CreateTableFromSource {
-            create,
+            table,
             source,
             reference,
         },
@@ -145,7 +243,7 @@ fn parse_create_table(parser: &mut Parser) -> Result<SourceStatement, ParserErro
 
 fn parse_create_source(parser: &mut Parser) -> Result<CreateSource, ParserError> {
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-    let name = parser.parse_object_name(false)?;
+    let name = parse_name(parser)?;
     let mut create = CreateSource {
         name,
         if_not_exists,
@@ -222,96 +320,13 @@ fn parse_drop_source(parser: &mut Parser) -> Result<DropSource, ParserError> {
     })
 }
 
-/// `(name = value, …)`.
-pub(crate) fn parse_options(parser: &mut Parser) -> Result<Vec<(String, String)>, ParserError> {
-    parser.expect_token(&Token::LParen)?;
-    let options = parser.parse_comma_separated(|p| {
-        let name = parse_option_name(p)?;
-        p.expect_token(&Token::Eq)?;
-        Ok((name, parse_option_value(p)?))
-    })?;
-    parser.expect_token(&Token::RParen)?;
-    Ok(options)
-}
-
-/// A dotted name (`nexmark.table.type`) or a quoted one, in lower case.
-fn parse_option_name(parser: &mut Parser) -> Result<String, ParserError> {
-    let token = parser.next_token();
-    let first = match &token.token {
-        Token::SingleQuotedString(s) => return Ok(s.to_lowercase()),
-        Token::Word(word) => word.value.to_lowercase(),
-        _ => return parser.expected("an option name", token),
-    };
-    let mut parts = vec![first];
-    while parser.consume_token(&Token::Period) {
-        let token = parser.next_token();
-        match &token.token {
-            Token::Word(word) => parts.push(word.value.to_lowercase()),
-            Token::Number(n, _) => parts.push(n.clone()),
-            _ => return parser.expected("an option name", token),
-        }
-    }
-    Ok(parts.join("."))
-}
-
-/// A literal (string, number, boolean) or a bare word, as text.
-pub(crate) fn parse_option_value(parser: &mut Parser) -> Result<String, ParserError> {
-    let token = parser.next_token();
-    match &token.token {
-        Token::SingleQuotedString(s) => Ok(s.clone()),
-        Token::Number(n, _) => Ok(n.clone()),
-        Token::Word(word) => Ok(word.value.clone()),
-        Token::Minus => match parser.next_token().token {
-            Token::Number(n, _) => Ok(format!("-{n}")),
-            _ => parser.expected("a number after -", token),
-        },
-        _ => parser.expected("an option value", token),
-    }
-}
-
-/// Consumes the word `word` (case-insensitive) if it is next.
-pub(crate) fn parse_word(parser: &mut Parser, word: &str) -> bool {
-    match &parser.peek_token().token {
-        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) => {
-            parser.next_token();
-            true
-        }
-        _ => false,
-    }
-}
-
-/// A bare word, in upper case.
-pub(crate) fn parse_upper_word(parser: &mut Parser) -> Result<String, ParserError> {
-    let token = parser.next_token();
-    match &token.token {
-        Token::Word(word) => Ok(word.value.to_uppercase()),
-        _ => parser.expected("a word", token),
-    }
-}
-
-/// `'text'` with quotes doubled.
-fn quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-pub(crate) fn write_options(
-    f: &mut fmt::Formatter<'_>,
-    options: &[(String, String)],
-) -> fmt::Result {
-    let list: Vec<String> = options
-        .iter()
-        .map(|(k, v)| format!("{k} = {}", quoted(v)))
-        .collect();
-    write!(f, "({})", list.join(", "))
-}
-
 impl fmt::Display for CreateSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CREATE SOURCE ")?;
         if self.if_not_exists {
             write!(f, "IF NOT EXISTS ")?;
         }
-        write!(f, "{}", self.name)?;
+        write!(f, "{}", self.name.to_sql())?;
         let mut elements: Vec<String> = self.columns.iter().map(ToString::to_string).collect();
         elements.extend(self.constraints.iter().map(ToString::to_string));
         if let Some((column, expr)) = &self.watermark {
@@ -440,7 +455,7 @@ mod tests {
         else {
             panic!("not CREATE TABLE … FROM");
         };
-        assert!(bare.create.columns.is_empty());
+        assert!(!bare.table.has_columns());
     }
 
     #[test]

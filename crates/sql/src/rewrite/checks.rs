@@ -11,13 +11,13 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
-use crate::error::CoordError;
-use crate::postgres_literals::{normalize_string_literal, Temporal};
-use crate::table_rows::TableCodecs;
+use crate::literals::{normalize_string_literal, Temporal};
+use crate::statement::InsertTarget;
+use crate::SqlError;
 
 /// Refuses `INTERSECT ALL` and `EXCEPT ALL`: DataFusion computes them as semi and anti joins,
 /// which keep the wrong number of duplicates (Postgres keeps min(m, n) and max(m - n, 0)).
-pub(crate) fn reject_bag_set_operations(statement: &Statement) -> Result<(), CoordError> {
+pub(crate) fn reject_bag_set_operations(statement: &Statement) -> Result<(), SqlError> {
     struct BagSetOperations;
     impl Visitor for BagSetOperations {
         type Break = &'static str;
@@ -26,7 +26,7 @@ pub(crate) fn reject_bag_set_operations(statement: &Statement) -> Result<(), Coo
         }
     }
     match statement.visit(&mut BagSetOperations) {
-        ControlFlow::Break(operation) => Err(CoordError::Unsupported(format!(
+        ControlFlow::Break(operation) => Err(SqlError::Unsupported(format!(
             "{operation} is not supported yet; use {} without ALL, or UNION ALL",
             operation.trim_end_matches(" ALL")
         ))),
@@ -62,7 +62,7 @@ fn find_bag_operation(body: &SetExpr) -> ControlFlow<&'static str> {
 /// Gives an INSERT Postgres's shape: `VALUES` rows shorter than the table fill the leading
 /// columns (the rest get their defaults), a longer row is an error, and `DEFAULT` in a row
 /// becomes the column's default expression.
-pub(crate) fn normalize_insert(insert: &mut Insert, table: &TableCodecs) -> Result<(), CoordError> {
+pub(crate) fn normalize_insert(insert: &mut Insert, table: &InsertTarget) -> Result<(), SqlError> {
     let Some(source) = insert.source.as_mut() else {
         return Ok(());
     };
@@ -90,12 +90,12 @@ pub(crate) fn normalize_insert(insert: &mut Insert, table: &TableCodecs) -> Resu
         .max()
         .unwrap_or(0);
     if width > target.len() {
-        return Err(CoordError::Syntax(
+        return Err(SqlError::Syntax(
             "INSERT has more expressions than target columns".into(),
         ));
     }
     if !insert.columns.is_empty() && width < target.len() {
-        return Err(CoordError::Syntax(
+        return Err(SqlError::Syntax(
             "INSERT has more target columns than expressions".into(),
         ));
     }
@@ -118,7 +118,7 @@ pub(crate) fn normalize_insert(insert: &mut Insert, table: &TableCodecs) -> Resu
                 DataType::Timestamp(..) => normalize_string_literal(expr, Temporal::Timestamp),
                 DataType::Interval(_) => normalize_string_literal(expr, Temporal::Interval),
                 DataType::Boolean if is_number_literal(expr) => {
-                    return Err(CoordError::TypeMismatch(format!(
+                    return Err(SqlError::TypeMismatch(format!(
                         "column \"{}\" is of type boolean but expression is of type integer",
                         field.name()
                     )))
@@ -162,7 +162,7 @@ fn is_default_keyword(expr: &Expr) -> bool {
 }
 
 /// The default of a column as an expression (`NULL` without a default).
-fn default_expr(table: &TableCodecs, column: &str) -> Result<Expr, CoordError> {
+fn default_expr(table: &InsertTarget, column: &str) -> Result<Expr, SqlError> {
     let text = table
         .default_sql
         .get(column)
@@ -171,7 +171,7 @@ fn default_expr(table: &TableCodecs, column: &str) -> Result<Expr, CoordError> {
     Parser::new(&PostgreSqlDialect {})
         .try_with_sql(text)
         .and_then(|mut parser| parser.parse_expr())
-        .map_err(|e| CoordError::Internal(format!("default of column {column}: {e}")))
+        .map_err(|e| SqlError::Internal(format!("default of column {column}: {e}")))
 }
 
 #[cfg(test)]

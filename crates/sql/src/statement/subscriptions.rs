@@ -15,14 +15,19 @@
 use std::fmt;
 use std::time::Duration;
 
+use datafusion::arrow::array::{Array, Int64Array};
+use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FetchDirection, FetchPosition, Ident, ObjectName, Query, Statement,
+    Expr, FetchDirection, FetchPosition, Ident, ObjectName, Statement,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use crate::source_statements::{parse_option_value, parse_word};
+use super::Query;
+use crate::names::{object_ref, ObjectRef};
+use crate::parse::options::{parse_option_value, parse_word};
+use crate::SqlError;
 
 /// `SUBSCRIBE`.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,27 +39,67 @@ pub struct Subscribe {
     /// Report times that close without changes (`PROGRESS`, default false).
     pub progress: bool,
     /// The time to start at (`AS OF`; default: the current read time).
-    pub as_of: Option<Expr>,
+    pub as_of: Option<AsOf>,
+}
+
+/// The expression of `AS OF`: a time as `_timestamp` gives it (milliseconds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsOf(pub(crate) Expr);
+
+impl AsOf {
+    /// The time the expression names, evaluated once in `state`.
+    pub async fn evaluate(&self, state: &SessionState) -> Result<u64, SqlError> {
+        let query = format!("SELECT CAST(({}) AS BIGINT)", self.0);
+        let statement = crate::parse::parse_sql(&query)?
+            .pop()
+            .ok_or_else(|| SqlError::Internal("AS OF query vanished".into()))?;
+        let logical = state
+            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+                statement,
+            )))
+            .await?;
+        let physical = state.create_physical_plan(&logical).await?;
+        let batches = datafusion::physical_plan::collect(physical, state.task_ctx()).await?;
+        let value = batches
+            .first()
+            .filter(|b| b.num_rows() == 1)
+            .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>())
+            .filter(|a| !a.is_null(0))
+            .map(|a| a.value(0));
+        match value {
+            Some(time) if time >= 0 => Ok(time as u64),
+            _ => Err(SqlError::InvalidStatement(format!(
+                "AS OF {} is not a timestamp (a non-negative number, as in _timestamp)",
+                self.0
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for AsOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
 }
 
 /// What a subscription watches.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SubscribeTarget {
     /// A table, source, view or materialized view.
-    Object(ObjectName),
+    Object(ObjectRef),
     /// A query.
-    Query(Box<Query>),
+    Query(Query),
 }
 
 /// `CREATE SUBSCRIPTION`: a durable subscription, whose changes are kept for `retention`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateSubscription {
     /// The subscription's name.
-    pub name: ObjectName,
+    pub name: ObjectRef,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
     /// What it watches.
-    pub from: ObjectName,
+    pub from: ObjectRef,
     /// How long changes are kept (`WITH (retention = '…')`, default one day).
     pub retention: Duration,
 }
@@ -248,9 +293,9 @@ fn parse_fetch(
 /// What follows `CREATE SUBSCRIPTION`.
 fn parse_create_subscription(parser: &mut Parser) -> Result<CreateSubscription, ParserError> {
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-    let name = parser.parse_object_name(false)?;
+    let name = parse_name(parser)?;
     parser.expect_keyword(Keyword::FROM)?;
-    let from = parser.parse_object_name(false)?;
+    let from = parse_name(parser)?;
     let mut retention = DEFAULT_RETENTION;
     if parser.parse_keyword(Keyword::WITH) {
         parser.expect_token(&Token::LParen)?;
@@ -280,9 +325,9 @@ fn parse_subscribe(parser: &mut Parser) -> Result<Subscribe, ParserError> {
     let target = if parser.consume_token(&Token::LParen) {
         let query = parser.parse_query()?;
         parser.expect_token(&Token::RParen)?;
-        SubscribeTarget::Query(query)
+        SubscribeTarget::Query(Query::new(*query))
     } else {
-        SubscribeTarget::Object(parser.parse_object_name(false)?)
+        SubscribeTarget::Object(parse_name(parser)?)
     };
     let mut subscribe = Subscribe {
         target,
@@ -315,9 +360,15 @@ fn parse_subscribe(parser: &mut Parser) -> Result<Subscribe, ParserError> {
         }
     }
     if parser.parse_keywords(&[Keyword::AS, Keyword::OF]) {
-        subscribe.as_of = Some(parser.parse_expr()?);
+        subscribe.as_of = Some(AsOf(parser.parse_expr()?));
     }
     Ok(subscribe)
+}
+
+/// An object name written in one of these statements.
+fn parse_name(parser: &mut Parser) -> Result<ObjectRef, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    object_ref(&name).map_err(|e| ParserError::ParserError(e.to_string()))
 }
 
 /// `true`, `false`, `on`, `off`, `1`, `0`, quoted or not.
@@ -368,8 +419,8 @@ impl fmt::Display for CreateSubscription {
         write!(
             f,
             "CREATE SUBSCRIPTION {} FROM {} WITH (retention = '{}ms')",
-            self.name,
-            self.from,
+            self.name.to_sql(),
+            self.from.to_sql(),
             self.retention.as_millis()
         )
     }
@@ -378,7 +429,7 @@ impl fmt::Display for CreateSubscription {
 impl fmt::Display for Subscribe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.target {
-            SubscribeTarget::Object(name) => write!(f, "SUBSCRIBE TO {name}")?,
+            SubscribeTarget::Object(name) => write!(f, "SUBSCRIBE TO {}", name.to_sql())?,
             SubscribeTarget::Query(query) => write!(f, "SUBSCRIBE TO ({query})")?,
         }
         write!(

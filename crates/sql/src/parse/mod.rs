@@ -1,0 +1,207 @@
+//! Parsing: SQL text into typed [`Statement`]s.
+//!
+//! PostgreSQL's statements are parsed by sqlparser's PostgreSQL dialect (through DataFusion);
+//! Fluxion's own statements — sources, sinks and subscriptions (see [`crate::statement`]) —
+//! are parsed on top of it, with the same tokenizer, so that both kinds
+//! mix freely in one query string. Literals are normalized to spellings DataFusion's parsers
+//! accept (see [`crate::literals`]).
+
+pub(crate) mod options;
+
+use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use crate::literals::normalize_literals;
+use crate::names::{object_ref, ObjectRef};
+use crate::statement::sinks::{parse_sink_statement, SinkStatement};
+use crate::statement::sources::{parse_source_statement, SourceStatement};
+use crate::statement::subscriptions::{parse_subscribe_statement, SubscribeStatement};
+use crate::statement::{Drop, ObjectKind, Show, Statement};
+use crate::SqlError;
+
+/// Parses SQL text into statements (separated by semicolons).
+///
+/// A statement that parses but that Fluxion cannot run is returned as
+/// [`Statement::Rejected`]; text that does not parse is a [`SqlError::Syntax`].
+///
+/// ```
+/// let statements = sql::parse("CREATE TABLE t (a int); SELECT a FROM t").unwrap();
+/// assert!(matches!(statements[0], sql::Statement::CreateTable(_)));
+/// assert!(matches!(statements[1], sql::Statement::Select(_)));
+/// ```
+pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let mut statements = Vec::new();
+    loop {
+        let mut ended = false;
+        while parser.consume_token(&Token::SemiColon) {
+            ended = true;
+        }
+        if parser.peek_token().token == Token::EOF {
+            break;
+        }
+        if !statements.is_empty() && !ended {
+            return Err(parser
+                .expected::<()>("end of statement", parser.peek_token())
+                .unwrap_err()
+                .into());
+        }
+        if let Some(statement) = parse_subscribe_statement(&mut parser)? {
+            statements.push(typed_subscribe_statement(statement)?);
+            continue;
+        }
+        if let Some(statement) = parse_sink_statement(&mut parser)? {
+            statements.push(match statement {
+                SinkStatement::Create(create) => Statement::CreateSink(create),
+                SinkStatement::Drop { names, if_exists } => {
+                    drop_statement(ObjectKind::Sink, &names, if_exists, false, Vec::new())?
+                }
+            });
+            continue;
+        }
+        let statement = match parse_source_statement(&mut parser)? {
+            Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),
+            Some(SourceStatement::Drop(drop)) => drop_statement(
+                ObjectKind::Source,
+                &drop.names,
+                drop.if_exists,
+                drop.cascade,
+                drop.options,
+            )?,
+            Some(SourceStatement::ShowCreate(name)) => Statement::Show(Show::Create {
+                name: object_ref(&name)?,
+                kind: Some(ObjectKind::Source),
+            }),
+            Some(SourceStatement::CreateTableFrom(create)) => {
+                Statement::CreateTableFromSource(*create)
+            }
+            Some(SourceStatement::Sql(mut statement)) => {
+                normalize_literals(&mut statement);
+                Statement::from_sql(*statement)
+            }
+            None => {
+                let mut statement = parser.parse_statement()?;
+                normalize_literals(&mut statement);
+                Statement::from_sql(statement)
+            }
+        };
+        statements.push(statement);
+    }
+    Ok(statements)
+}
+
+/// Parses SQL text into sqlparser's statements, literals normalized: for rewrites that build
+/// SQL inside this crate.
+pub(crate) fn parse_sql(sql: &str) -> Result<Vec<ast::Statement>, SqlError> {
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)?;
+    for statement in &mut statements {
+        normalize_literals(statement);
+    }
+    Ok(statements)
+}
+
+/// The object name written in `text` (`orders`, `shop.orders`, `"Odd Name"`), as in an
+/// option's value.
+///
+/// ```
+/// let name = sql::parse_object_name("Shop.\"Odd Name\"").unwrap();
+/// assert_eq!(name, sql::ObjectRef::qualified("shop", "Odd Name"));
+/// ```
+pub fn parse_object_name(text: &str) -> Result<ObjectRef, SqlError> {
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(text)?;
+    let name = parser.parse_object_name(false)?;
+    if parser.peek_token().token != Token::EOF {
+        return Err(SqlError::Syntax(format!("\"{text}\" is not a name")));
+    }
+    object_ref(&name)
+}
+
+/// A `DROP` of objects of `kind`.
+fn drop_statement(
+    kind: ObjectKind,
+    names: &[ast::ObjectName],
+    if_exists: bool,
+    cascade: bool,
+    options: Vec<(String, String)>,
+) -> Result<Statement, SqlError> {
+    Ok(Statement::Drop(Drop {
+        kind,
+        names: names.iter().map(object_ref).collect::<Result<_, _>>()?,
+        if_exists,
+        cascade,
+        options,
+    }))
+}
+
+/// A statement of [`subscriptions`], typed.
+fn typed_subscribe_statement(statement: SubscribeStatement) -> Result<Statement, SqlError> {
+    Ok(match statement {
+        SubscribeStatement::Subscribe(subscribe) => Statement::Subscribe(subscribe),
+        SubscribeStatement::Copy { subscribe, options } => Statement::CopySubscribe {
+            subscribe,
+            options: crate::statement::CopyOptions::from_pairs(&options)?,
+        },
+        SubscribeStatement::Declare { name, subscribe } => {
+            Statement::Declare(crate::statement::Declare::subscription(&name, subscribe))
+        }
+        SubscribeStatement::Fetch(fetch) => Statement::from_sql(*fetch),
+        SubscribeStatement::Create(create) => Statement::CreateSubscription(create),
+        SubscribeStatement::Drop { names, if_exists } => drop_statement(
+            ObjectKind::Subscription,
+            &names,
+            if_exists,
+            false,
+            Vec::new(),
+        )?,
+        SubscribeStatement::FetchWithTimeout { fetch, timeout } => match *fetch {
+            ast::Statement::Fetch {
+                name, direction, ..
+            } => match crate::statement::Fetch::from_sql(&name, &direction, Some(timeout)) {
+                Ok(fetch) => Statement::Fetch(fetch),
+                Err(e) => Statement::Rejected(e),
+            },
+            other => Statement::Rejected(SqlError::Internal(format!("{other} is not a FETCH"))),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_fluxion_and_postgres_statements() {
+        let statements =
+            parse("CREATE SOURCE c WITH (connector = 'counter'); SELECT 1;; DROP SOURCE c; COMMIT")
+                .unwrap();
+        assert!(matches!(statements[0], Statement::CreateSource(_)));
+        assert!(matches!(statements[1], Statement::Select(_)));
+        assert!(matches!(
+            &statements[2],
+            Statement::Drop(Drop {
+                kind: ObjectKind::Source,
+                ..
+            })
+        ));
+        assert!(matches!(statements[3], Statement::Commit));
+    }
+
+    #[test]
+    fn statements_need_separators() {
+        assert!(parse("SELECT 1 SELECT 2").is_err());
+        assert!(parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn what_fluxion_cannot_run_is_rejected_when_run_not_when_parsed() {
+        let statements = parse("DROP FUNCTION f; SELECT 1").unwrap();
+        assert!(matches!(
+            &statements[0],
+            Statement::Rejected(SqlError::Unsupported(message)) if message == "statement DROP FUNCTION"
+        ));
+    }
+}

@@ -1,0 +1,8 @@
+//! Rewrites of the syntax tree before DataFusion plans it, where PostgreSQL's SQL and
+//! DataFusion's differ: names qualified by the search path ([`qualify`]), PostgreSQL syntax
+//! DataFusion does not plan ([`postgres_syntax`]), and checks and reshapes of statements
+//! ([`checks`]).
+
+pub(crate) mod checks;
+pub(crate) mod postgres_syntax;
+pub(crate) mod qualify;

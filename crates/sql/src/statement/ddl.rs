@@ -1,0 +1,517 @@
+//! DDL: `CREATE TABLE | VIEW | MATERIALIZED VIEW | INDEX | SCHEMA`, `DROP` and `COMMENT ON`.
+//!
+//! A table's definition and a view's query are planned here; the coordinator names, records
+//! and installs what they define. A created item's SQL is stored as [`CreateTable::to_sql`]
+//! and [`CreateView::to_sql`] print it: names qualified, so it means the same under any
+//! search path and after a restart.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::common::DFSchema;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::sql::sqlparser::ast::{
+    self, ColumnOption, CommentObject, Expr as SqlExpr, ObjectName, ObjectNamePart, ObjectType,
+    SchemaName, TableConstraint,
+};
+use repr::RelationDesc;
+
+use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
+use crate::planner::PlanContext;
+use crate::result_columns::{display_name, name_result_columns};
+use crate::rewrite::postgres_syntax::Target;
+use crate::SqlError;
+
+/// The kinds of catalog objects statements name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ObjectKind {
+    /// A table.
+    Table,
+    /// A view.
+    View,
+    /// A materialized view.
+    MaterializedView,
+    /// An index.
+    Index,
+    /// A schema.
+    Schema,
+    /// A source.
+    Source,
+    /// A sink.
+    Sink,
+    /// A durable subscription.
+    Subscription,
+}
+
+/// `CREATE TABLE name (columns, constraints)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTable {
+    /// The table's name (the coordinator qualifies it before the SQL is stored).
+    pub name: ObjectRef,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    create: ast::CreateTable,
+}
+
+/// A table's columns, key and defaults, planned from its `CREATE TABLE`.
+#[derive(Debug, Clone)]
+pub struct TableDefinition {
+    /// The columns and primary key.
+    pub desc: RelationDesc,
+    /// The DEFAULT expressions, planned, by column.
+    pub defaults: HashMap<String, Expr>,
+    /// The DEFAULT expressions as SQL, by column.
+    pub default_sql: HashMap<String, String>,
+}
+
+impl CreateTable {
+    pub(crate) fn from_sql(create: ast::CreateTable) -> Result<CreateTable, SqlError> {
+        if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
+            return Err(SqlError::Unsupported(
+                "CREATE TABLE … AS / LIKE / CLONE".into(),
+            ));
+        }
+        if create.temporary || create.external {
+            return Err(SqlError::Unsupported(
+                "temporary and external tables".into(),
+            ));
+        }
+        Ok(CreateTable {
+            name: object_ref(&create.name)?,
+            if_not_exists: create.if_not_exists,
+            create,
+        })
+    }
+
+    /// Whether the statement declares columns.
+    pub fn has_columns(&self) -> bool {
+        !self.create.columns.is_empty()
+    }
+
+    /// The statement's SQL, under [`Self::name`].
+    pub fn to_sql(&self) -> String {
+        let mut create = self.create.clone();
+        create.name = object_name(&self.name);
+        ast::Statement::CreateTable(create).to_string()
+    }
+
+    /// Plans the table's columns, primary key and defaults (`state` plans the defaults).
+    pub fn plan(&self, state: &SessionState) -> Result<TableDefinition, SqlError> {
+        let name = &self.name.name;
+        let mut primary_key: Option<Vec<String>> = None;
+        let mut set_primary_key = |columns: Vec<String>| {
+            if primary_key.is_some() {
+                return Err(SqlError::InvalidStatement(format!(
+                    "multiple primary keys for table \"{name}\" are not allowed"
+                )));
+            }
+            primary_key = Some(columns);
+            Ok(())
+        };
+        let mut columns: Vec<(String, &ast::DataType, bool)> = Vec::new();
+        let mut default_sql: Vec<(String, SqlExpr)> = Vec::new();
+        for column in &self.create.columns {
+            let column_name = fold_ident(&column.name);
+            if columns.iter().any(|(n, _, _)| *n == column_name) {
+                return Err(SqlError::DuplicateColumn(column_name));
+            }
+            let mut nullable = true;
+            for option in &column.options {
+                match &option.option {
+                    ColumnOption::Null => nullable = true,
+                    ColumnOption::NotNull => nullable = false,
+                    ColumnOption::Default(expr) => {
+                        default_sql.push((column_name.clone(), expr.clone()))
+                    }
+                    ColumnOption::PrimaryKey(_) => set_primary_key(vec![column_name.clone()])?,
+                    other => {
+                        return Err(SqlError::Unsupported(format!(
+                            "column constraint {other} (only NOT NULL, DEFAULT and PRIMARY KEY)"
+                        )))
+                    }
+                }
+            }
+            columns.push((column_name, &column.data_type, nullable));
+        }
+        for constraint in &self.create.constraints {
+            match constraint {
+                TableConstraint::PrimaryKey(key) => set_primary_key(
+                    key.columns
+                        .iter()
+                        .map(|c| match &c.column.expr {
+                            SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
+                            other => Err(SqlError::Unsupported(format!(
+                                "primary key on expression {other}"
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()?,
+                )?,
+                other => {
+                    return Err(SqlError::Unsupported(format!(
+                        "table constraint {other} (only PRIMARY KEY)"
+                    )))
+                }
+            }
+        }
+        let key_positions = primary_key
+            .map(|key| {
+                key.iter()
+                    .map(|k| {
+                        columns.iter().position(|(n, _, _)| n == k).ok_or_else(|| {
+                            SqlError::UnknownColumn(format!(
+                                "column \"{k}\" named in key does not exist"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (n, t, nullable))| {
+                let in_key = key_positions.as_ref().is_some_and(|k| k.contains(&i));
+                crate::types::column_field(n, t, *nullable && !in_key)
+            })
+            .collect::<Result<Vec<Field>, _>>()?;
+        let schema = Arc::new(Schema::new(fields));
+        let empty = DFSchema::empty();
+        let mut defaults = HashMap::new();
+        let default_text: HashMap<String, String> = default_sql
+            .iter()
+            .map(|(c, e)| (c.clone(), e.to_string()))
+            .collect();
+        for (column, expr) in default_sql {
+            let logical = state.create_logical_expr(&expr.to_string(), &empty)?;
+            let data_type = schema
+                .field_with_name(&column)
+                .map_err(|e| SqlError::Internal(e.to_string()))?
+                .data_type();
+            defaults.insert(column, logical.cast_to(data_type, &empty)?);
+        }
+        Ok(TableDefinition {
+            desc: RelationDesc {
+                schema,
+                primary_key: key_positions,
+            },
+            defaults,
+            default_sql: default_text,
+        })
+    }
+}
+
+/// The DEFAULT expressions of a stored `CREATE TABLE`, as SQL, by column (empty if
+/// `create_sql` is not one).
+pub fn column_defaults(create_sql: &str) -> Vec<(String, String)> {
+    let Ok(mut statements) = crate::parse::parse_sql(create_sql) else {
+        return Vec::new();
+    };
+    let Some(ast::Statement::CreateTable(create)) = statements.pop() else {
+        return Vec::new();
+    };
+    create
+        .columns
+        .iter()
+        .filter_map(|column| {
+            column
+                .options
+                .iter()
+                .find_map(|option| match &option.option {
+                    ColumnOption::Default(expr) => {
+                        Some((fold_ident(&column.name), expr.to_string()))
+                    }
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+/// `CREATE [MATERIALIZED] VIEW name [(columns)] AS query`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateView {
+    /// The view's name (the coordinator qualifies it before the SQL is stored).
+    pub name: ObjectRef,
+    /// `MATERIALIZED`.
+    pub materialized: bool,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    create: ast::CreateView,
+}
+
+impl CreateView {
+    pub(crate) fn from_sql(create: ast::CreateView) -> Result<CreateView, SqlError> {
+        if create.or_replace {
+            return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
+        }
+        Ok(CreateView {
+            name: object_ref(&create.name)?,
+            materialized: create.materialized,
+            if_not_exists: create.if_not_exists,
+            create,
+        })
+    }
+
+    /// Readies a new view's query for storing: its relations qualified for `ctx`'s search
+    /// path and its PostgreSQL syntax rewritten (a stored view is planned as it is).
+    pub fn prepare(&mut self, ctx: &PlanContext<'_>) -> Result<(), SqlError> {
+        let mut statement = ast::Statement::CreateView(self.create.clone());
+        crate::rewrite::checks::reject_bag_set_operations(&statement)?;
+        ctx.prepare(&mut statement, Target::View);
+        if let ast::Statement::CreateView(create) = statement {
+            self.create = create;
+        }
+        Ok(())
+    }
+
+    /// The statement's SQL, under [`Self::name`].
+    pub fn to_sql(&self) -> String {
+        let mut create = self.create.clone();
+        create.name = object_name(&self.name);
+        ast::Statement::CreateView(create).to_string()
+    }
+
+    /// The view's query as a logical plan, its columns named as the view names them.
+    pub async fn plan(&self, ctx: &PlanContext<'_>) -> Result<LogicalPlan, SqlError> {
+        let mut query = self.create.query.clone();
+        name_result_columns(&mut query);
+        let statement = if self.create.columns.is_empty() {
+            ast::Statement::Query(query)
+        } else {
+            let names = self
+                .create
+                .columns
+                .iter()
+                .map(|c| format!("\"{}\"", fold_ident(&c.name)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            crate::parse::parse_sql(&format!(
+                "SELECT * FROM ({query}) AS __fluxion_view({names})"
+            ))?
+            .pop()
+            .ok_or_else(|| SqlError::Internal("renamed view query vanished".into()))?
+        };
+        let logical = ctx.plan_prepared(statement).await?;
+        let mut seen = HashSet::new();
+        for field in logical.schema().fields() {
+            let name = display_name(field.name());
+            if !seen.insert(name.to_string()) {
+                return Err(SqlError::DuplicateColumn(name.to_string()));
+            }
+        }
+        Ok(logical)
+    }
+
+    /// The view's query as `pg_get_viewdef` prints it, from its stored SQL.
+    pub fn stored_query_text(create_sql: &str) -> String {
+        match crate::parse::parse_sql(create_sql)
+            .ok()
+            .and_then(|mut s| s.pop())
+        {
+            Some(ast::Statement::CreateView(create)) => format!(" {};", create.query),
+            _ => String::new(),
+        }
+    }
+}
+
+/// `CREATE INDEX [name] ON relation (column, …)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateIndex {
+    /// The index's name within its relation's schema (`None`: derived from the columns).
+    pub name: Option<String>,
+    /// The relation indexed (the coordinator qualifies it before the SQL is stored).
+    pub on: ObjectRef,
+    /// The indexed columns, in key order.
+    pub columns: Vec<String>,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    create: ast::CreateIndex,
+}
+
+impl CreateIndex {
+    pub(crate) fn from_sql(create: ast::CreateIndex) -> Result<CreateIndex, SqlError> {
+        if create.predicate.is_some() || create.unique || !create.include.is_empty() {
+            return Err(SqlError::Unsupported(
+                "partial, unique and covering indexes".into(),
+            ));
+        }
+        let columns = create
+            .columns
+            .iter()
+            .map(|c| match &c.column.expr {
+                SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
+                other => Err(SqlError::Unsupported(format!(
+                    "index on expression {other}"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if columns.is_empty() {
+            return Err(SqlError::InvalidStatement(
+                "an index needs at least one column".into(),
+            ));
+        }
+        let name = match &create.name {
+            Some(name) => match object_ref(name)? {
+                ObjectRef { schema: None, name } => Some(name),
+                ObjectRef { .. } => {
+                    return Err(SqlError::Syntax(format!(
+                        "an index name cannot be qualified (\"{name}\"): an index lives in the schema of its relation"
+                    )))
+                }
+            },
+            None => None,
+        };
+        Ok(CreateIndex {
+            name,
+            on: object_ref(&create.table_name)?,
+            columns,
+            if_not_exists: create.if_not_exists,
+            create,
+        })
+    }
+
+    /// The statement's SQL, on [`Self::on`].
+    pub fn to_sql(&self) -> String {
+        let mut create = self.create.clone();
+        create.table_name = object_name(&self.on);
+        ast::Statement::CreateIndex(create).to_string()
+    }
+}
+
+/// `CREATE SCHEMA [IF NOT EXISTS] name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateSchema {
+    /// The schema's name.
+    pub name: String,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+}
+
+impl CreateSchema {
+    pub(crate) fn from_sql(name: SchemaName, if_not_exists: bool) -> Result<Self, SqlError> {
+        let name = match &name {
+            SchemaName::Simple(name) | SchemaName::NamedAuthorization(name, _) => {
+                match object_ref(name)? {
+                    ObjectRef { schema: None, name } => name,
+                    ObjectRef { .. } => {
+                        return Err(SqlError::Unsupported(format!(
+                            "CREATE SCHEMA {name}: schemas of other databases"
+                        )))
+                    }
+                }
+            }
+            SchemaName::UnnamedAuthorization(role) => fold_ident(role),
+        };
+        Ok(CreateSchema {
+            name,
+            if_not_exists,
+        })
+    }
+}
+
+/// `DROP kind [IF EXISTS] name, … [CASCADE]` (`DROP SOURCE` also takes options).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drop {
+    /// What kind of object the names name.
+    pub kind: ObjectKind,
+    /// The objects.
+    pub names: Vec<ObjectRef>,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+    /// `CASCADE`: drop what depends on them too.
+    pub cascade: bool,
+    /// `WITH (…)` options (`DROP SOURCE … WITH (drop_slot = true)`).
+    pub options: Vec<(String, String)>,
+}
+
+impl Drop {
+    pub(crate) fn from_sql(
+        object_type: ObjectType,
+        if_exists: bool,
+        names: &[ObjectName],
+        cascade: bool,
+    ) -> Result<Self, SqlError> {
+        let kind = match object_type {
+            ObjectType::Table => ObjectKind::Table,
+            ObjectType::View => ObjectKind::View,
+            ObjectType::MaterializedView => ObjectKind::MaterializedView,
+            ObjectType::Index => ObjectKind::Index,
+            ObjectType::Schema => ObjectKind::Schema,
+            other => return Err(SqlError::Unsupported(format!("DROP {other}"))),
+        };
+        Ok(Drop {
+            kind,
+            names: names.iter().map(object_ref).collect::<Result<_, _>>()?,
+            if_exists,
+            cascade,
+            options: Vec::new(),
+        })
+    }
+}
+
+/// `COMMENT ON … IS 'text' | NULL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comment {
+    /// What is described.
+    pub target: CommentTarget,
+    /// The text (`None`: remove the comment).
+    pub text: Option<String>,
+}
+
+/// What a `COMMENT ON` describes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommentTarget {
+    /// A table, view, materialized view, index or schema.
+    Object {
+        /// Its kind.
+        kind: ObjectKind,
+        /// Its name.
+        name: ObjectRef,
+    },
+    /// A column of a relation.
+    Column {
+        /// The relation.
+        relation: ObjectRef,
+        /// The column.
+        column: String,
+    },
+}
+
+impl Comment {
+    pub(crate) fn from_sql(
+        object_type: CommentObject,
+        object: &ObjectName,
+        text: Option<String>,
+    ) -> Result<Self, SqlError> {
+        let kind = match object_type {
+            CommentObject::Table => Some(ObjectKind::Table),
+            CommentObject::View => Some(ObjectKind::View),
+            CommentObject::MaterializedView => Some(ObjectKind::MaterializedView),
+            CommentObject::Index => Some(ObjectKind::Index),
+            CommentObject::Schema => Some(ObjectKind::Schema),
+            CommentObject::Column => None,
+            other => return Err(SqlError::Unsupported(format!("COMMENT ON {other}"))),
+        };
+        let target = match kind {
+            Some(kind) => CommentTarget::Object {
+                kind,
+                name: object_ref(object)?,
+            },
+            None => match object.0.split_last() {
+                Some((ObjectNamePart::Identifier(column), relation)) if !relation.is_empty() => {
+                    CommentTarget::Column {
+                        relation: object_ref(&ObjectName(relation.to_vec()))?,
+                        column: fold_ident(column),
+                    }
+                }
+                _ => {
+                    return Err(SqlError::Syntax(format!(
+                        "column name {object} must be qualified"
+                    )))
+                }
+            },
+        };
+        Ok(Comment { target, text })
+    }
+}

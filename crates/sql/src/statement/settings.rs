@@ -1,0 +1,112 @@
+//! Statements about the session and the system rather than data: `SET`, `SHOW` and
+//! `EXPLAIN`.
+
+use datafusion::sql::sqlparser::ast::{self, Expr, Value, ValueWithSpan};
+
+use super::{CreateView, ObjectKind, Query};
+use crate::names::ObjectRef;
+use crate::SqlError;
+
+/// `SET`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Set {
+    /// `SET name = value` (`SET TIME ZONE`, `SET NAMES` included); `value` may be
+    /// `DEFAULT`.
+    Variable {
+        /// The setting, in lower case.
+        name: String,
+        /// The value as text.
+        value: String,
+    },
+    /// `SET TRANSACTION …`, `SET SESSION CHARACTERISTICS …`: accepted, changes nothing.
+    Ignored,
+}
+
+impl Set {
+    pub(crate) fn from_sql(set: ast::Set) -> Result<Set, SqlError> {
+        Ok(match set {
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = variable.to_string().to_lowercase();
+                let value = values
+                    .iter()
+                    .map(setting_text)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Set::Variable {
+                    name: match name.as_str() {
+                        "time zone" => "timezone".to_string(),
+                        _ => name,
+                    },
+                    value,
+                }
+            }
+            ast::Set::SetTimeZone { value, .. } => Set::Variable {
+                name: "timezone".into(),
+                value: setting_text(&value),
+            },
+            ast::Set::SetTransaction { .. } | ast::Set::SetSessionParam(_) => Set::Ignored,
+            ast::Set::SetNames { charset_name, .. } => Set::Variable {
+                name: "client_encoding".into(),
+                value: charset_name.to_string(),
+            },
+            other => return Err(SqlError::Unsupported(format!("{other}"))),
+        })
+    }
+}
+
+/// A SET value as text: strings without quotes, identifiers and numbers as written.
+fn setting_text(expr: &Expr) -> String {
+    match expr {
+        Expr::Value(ValueWithSpan {
+            value: Value::SingleQuotedString(s) | Value::DoubleQuotedString(s),
+            ..
+        }) => s.clone(),
+        Expr::Identifier(ident) => ident.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `SHOW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Show {
+    /// `SHOW name` (a setting, `ALL`, or a kind of object: `SHOW SOURCES`), in lower case
+    /// with single spaces.
+    Variable(String),
+    /// `SHOW TABLES`, `SHOW [MATERIALIZED] VIEWS`.
+    Objects(ObjectKind),
+    /// `SHOW CREATE [kind] name`.
+    Create {
+        /// The object.
+        name: ObjectRef,
+        /// The kind it must be, if the statement says.
+        kind: Option<ObjectKind>,
+    },
+}
+
+/// `EXPLAIN`: the dataflow plan of a query or of a view's query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Explain {
+    /// `EXPLAIN query`.
+    Query(Query),
+    /// `EXPLAIN CREATE [MATERIALIZED] VIEW …`.
+    View(CreateView),
+}
+
+impl Explain {
+    pub(crate) fn from_sql(statement: ast::Statement) -> Result<Explain, SqlError> {
+        match statement {
+            ast::Statement::Query(query) => Ok(Explain::Query(Query::new(*query))),
+            ast::Statement::CreateView(create) => Ok(Explain::View(CreateView::from_sql(create)?)),
+            other => Err(SqlError::Unsupported(format!(
+                "EXPLAIN of {}",
+                other
+                    .to_string()
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+            ))),
+        }
+    }
+}
