@@ -44,8 +44,6 @@ pub enum PeekFilter {
     Key(Row),
     /// Rows whose arrangement key is one of these keys.
     Keys(Vec<Row>),
-    /// No rows: the peek only waits until the arrangement is complete at the time.
-    Nothing,
 }
 
 /// A request to read an arrangement as of a time.

@@ -12,6 +12,7 @@ use timely::WorkerConfig;
 use crate::arrangement::ArrangementLayout;
 use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest, SubscriptionDesc};
 use crate::errors::DataflowErrors;
+use crate::frontier::Frontiers;
 use crate::render;
 use crate::subscribe::SubscriptionUpdates;
 use crate::worker::ComputeWorker;
@@ -54,6 +55,7 @@ pub struct ComputeController {
     channels: Mutex<Vec<Sender<Command>>>,
     threads: Vec<Thread>,
     errors: DataflowErrors,
+    frontiers: Frontiers,
     guards: Mutex<Option<timely::communication::WorkerGuards<()>>>,
 }
 
@@ -77,6 +79,8 @@ impl ComputeController {
         let (thread_tx, thread_rx) = mpsc::channel();
         let thread_tx = Mutex::new(thread_tx);
         let worker_errors = errors.clone();
+        let frontiers = Frontiers::new(workers);
+        let worker_frontiers = frontiers.clone();
         let config = timely::Config {
             communication: timely::CommunicationConfig::Process(workers),
             worker: WorkerConfig::default().idle_spin(Duration::ZERO),
@@ -93,7 +97,13 @@ impl ComputeController {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .send((index, std::thread::current()));
-            ComputeWorker::new(worker, receiver, worker_errors.clone()).run();
+            ComputeWorker::new(
+                worker,
+                receiver,
+                worker_errors.clone(),
+                worker_frontiers.clone(),
+            )
+            .run();
         })
         .map_err(ComputeError::Startup)?;
         let mut threads: Vec<Option<Thread>> = vec![None; workers];
@@ -108,6 +118,7 @@ impl ComputeController {
             channels: Mutex::new(senders),
             threads: threads.into_iter().flatten().collect(),
             errors,
+            frontiers,
             guards: Mutex::new(Some(guards)),
         })
     }
@@ -122,6 +133,11 @@ impl ComputeController {
         &self.errors
     }
 
+    /// The frontiers of every arrangement, as the workers report them.
+    pub fn frontiers(&self) -> &Frontiers {
+        &self.frontiers
+    }
+
     /// Creates a table's input, arranged by `layout`, with its frontier at `upper`.
     pub fn create_input(
         &self,
@@ -130,6 +146,7 @@ impl ComputeController {
         upper: Timestamp,
         debug_name: &str,
     ) {
+        self.frontiers.track(id);
         self.broadcast(|| Command::CreateInput {
             id,
             layout: layout.clone(),
@@ -147,6 +164,7 @@ impl ComputeController {
     /// rendered is refused here rather than failing inside the workers.
     pub fn create_dataflow(&self, desc: DataflowDesc) -> Result<(), ComputeError> {
         render::validate(&desc.plan)?;
+        self.frontiers.track(desc.id);
         let desc = Arc::new(desc);
         self.broadcast(|| Command::CreateDataflow(desc.clone()));
         Ok(())
@@ -233,6 +251,7 @@ impl ComputeController {
     /// Drops an arrangement, its dataflow and input, a stream, or a subscription.
     pub fn drop_collection(&self, id: GlobalId) {
         self.errors.forget(id);
+        self.frontiers.forget(id);
         self.broadcast(|| Command::Drop { id });
     }
 
@@ -266,6 +285,7 @@ impl ComputeController {
     /// Stops the workers and waits for their threads.
     pub fn shutdown(&self) {
         self.broadcast(|| Command::Shutdown);
+        self.frontiers.shut_down();
         let guards = self.guards.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(guards) = guards {
             for result in guards.join() {

@@ -7,7 +7,8 @@
 //! time, diff)` updates, registered under the catalog id of the object it materializes. Streams
 //! (append-only sources) are the exception: they are not arranged, but fed to each dataflow
 //! that reads them. A subscription's dataflow ends in a sink that sends its changes, with
-//! the frontier that closes their times, to one subscriber.
+//! the frontier that closes their times, to one subscriber. Workers report how far each
+//! arrangement has got to one [`Frontiers`] table, which is how anyone waits for progress.
 //!
 //! This crate knows plans (from `plan`) and rows (from `repr`); it knows nothing of SQL text,
 //! the catalog, storage or clients, and no type of timely or differential leaves it.
@@ -16,6 +17,7 @@ mod arrangement;
 mod command;
 mod controller;
 mod errors;
+mod frontier;
 mod peek;
 mod render;
 mod stream;
@@ -26,6 +28,7 @@ pub use arrangement::ArrangementLayout;
 pub use command::{DataflowDesc, PeekFilter};
 pub use controller::{ComputeController, ComputeError};
 pub use errors::{DataflowErrorCounts, DataflowErrors};
+pub use frontier::{Frontier, Frontiers};
 pub use subscribe::{ClosedTime, SubscriptionProgress, SubscriptionUpdates};
 
 /// An update of an arranged input: a `(key, value)` pair and its change in multiplicity.

@@ -28,10 +28,6 @@ pub(crate) fn read_at(
     request: &PeekRequest,
 ) -> Result<Vec<(Row, Diff)>, ComputeError> {
     let time = request.time;
-    // Waiting for completeness needs no readable history.
-    if matches!(request.filter, PeekFilter::Nothing) {
-        return Ok(Vec::new());
-    }
     let since = arrangement.trace.get_logical_compaction().to_owned();
     if !since.less_equal(&time) {
         return Err(ComputeError::Compacted {
@@ -70,7 +66,7 @@ pub(crate) fn read_at(
                 }
             }
         }
-        _ => {
+        PeekFilter::All => {
             while let Some(key) = cursor.get_key(&storage) {
                 read_values(&mut cursor, &storage, key, time, layout, &mut rows);
                 cursor.step_key(&storage);

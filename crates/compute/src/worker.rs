@@ -15,6 +15,7 @@ use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrange
 use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
+use crate::frontier::{Frontier, Frontiers};
 use crate::peek;
 use crate::render::{self, RenderContext};
 use crate::stream::{StreamInputs, StreamReader};
@@ -25,6 +26,10 @@ pub(crate) struct ComputeWorker<'w> {
     timely: &'w mut timely::worker::Worker,
     commands: Receiver<Command>,
     errors: DataflowErrors,
+    /// Where this worker reports its arrangements' progress.
+    frontiers: Frontiers,
+    /// What this worker last reported, by arrangement.
+    reported: BTreeMap<GlobalId, Frontier>,
     arrangements: ArrangementRegistry,
     inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
     /// The streams, each with the inputs of the dataflows reading it.
@@ -41,11 +46,14 @@ impl<'w> ComputeWorker<'w> {
         timely: &'w mut timely::worker::Worker,
         commands: Receiver<Command>,
         errors: DataflowErrors,
+        frontiers: Frontiers,
     ) -> Self {
         Self {
             timely,
             commands,
             errors,
+            frontiers,
+            reported: BTreeMap::new(),
             arrangements: BTreeMap::new(),
             inputs: BTreeMap::new(),
             streams: BTreeMap::new(),
@@ -75,6 +83,7 @@ impl<'w> ComputeWorker<'w> {
             };
             self.timely.step_or_park(Some(park));
             self.serve_peeks();
+            self.report_frontiers();
         }
     }
 
@@ -191,6 +200,7 @@ impl<'w> ComputeWorker<'w> {
             Err(e) => {
                 tracing::error!(dataflow = %desc.id, error = %e.0, "dataflow could not be rendered");
                 self.timely.drop_dataflow(dataflow_index);
+                self.frontiers.forget(desc.id);
             }
         }
     }
@@ -315,6 +325,28 @@ impl<'w> ComputeWorker<'w> {
         }
         if let Some(arrangement) = self.arrangements.remove(&id) {
             self.timely.drop_dataflow(arrangement.dataflow_index);
+        }
+        self.reported.remove(&id);
+    }
+
+    /// Reports the frontiers of the arrangements that moved since the last report.
+    fn report_frontiers(&mut self) {
+        let worker = self.timely.index();
+        let mut upper = Antichain::new();
+        for (id, arrangement) in self.arrangements.iter_mut() {
+            arrangement.trace.read_upper(&mut upper);
+            let frontier = Frontier {
+                upper: upper.first().copied().unwrap_or(Timestamp::MAX),
+                since: arrangement
+                    .trace
+                    .get_logical_compaction()
+                    .first()
+                    .copied()
+                    .unwrap_or(Timestamp::MAX),
+            };
+            if self.reported.insert(*id, frontier) != Some(frontier) {
+                self.frontiers.report(worker, *id, frontier);
+            }
         }
     }
 

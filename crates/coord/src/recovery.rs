@@ -11,7 +11,6 @@
 
 use std::time::Instant;
 
-use compute::PeekFilter;
 use repr::{GlobalId, Timestamp};
 use storage::{ItemKind, WalRecord};
 
@@ -127,7 +126,10 @@ impl Coordinator {
         self.recover_subscriptions(&items).await?;
         self.recover_sinks(&items).await?;
         for id in &dataflows {
-            self.compute.peek(*id, floor, PeekFilter::Nothing).await?;
+            self.compute
+                .frontiers()
+                .wait_until_complete_at(*id, floor)
+                .await?;
         }
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);

@@ -5,13 +5,12 @@
 //! dataflows' own queues) without bound. So each running source keeps the times of its last
 //! commits, and before committing more than [`COMMITS_IN_FLIGHT`] beyond what its readers have
 //! processed, it waits until every arranged reader (materialized view or index, however far
-//! downstream) is complete through the oldest of them. The reader thread, in turn, blocks on
+//! downstream) reports a frontier past the oldest of them. The reader thread, in turn, blocks on
 //! the bounded channel to the committer. Memory then holds a few batches per source, whatever
 //! the speed of either side.
 
 use std::collections::VecDeque;
 
-use compute::PeekFilter;
 use repr::{GlobalId, Timestamp};
 use storage::ItemKind;
 
@@ -49,10 +48,11 @@ impl CommitWindow {
         for reader in coordinator.arranged_readers(source) {
             match coordinator
                 .compute
-                .peek(reader, oldest, PeekFilter::Nothing)
+                .frontiers()
+                .wait_until_complete_at(reader, oldest)
                 .await
             {
-                Ok(_) => {}
+                Ok(()) => {}
                 // Dropped meanwhile: nothing to wait for.
                 Err(compute::ComputeError::UnknownArrangement(_)) => {}
                 Err(e) => return Err(e.into()),

@@ -33,7 +33,9 @@ use repr::{GlobalId, RelationDesc};
 use sql::{CreateSource, Drop};
 use storage::ItemKind;
 
-pub(crate) use errors::{source_errors_relation, source_errors_schema, SOURCE_ERRORS_NAME};
+pub(crate) use errors::{
+    source_errors_relation, source_errors_schema, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
+};
 pub(crate) use registry::{SourceRegistry, SourceStats};
 pub use webhook::{WebhookError, WebhookReceipt};
 

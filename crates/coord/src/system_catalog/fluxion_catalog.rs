@@ -16,7 +16,8 @@ use crate::catalog::Catalog;
 use crate::durable_subscriptions::DurableSubscriptions;
 use crate::sinks::{lag_ms, Sinks};
 use crate::sources::{
-    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS_NAME,
+    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS,
+    SOURCE_ERRORS_NAME,
 };
 
 /// The relations of `fluxion_catalog` and their columns.
@@ -28,6 +29,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         (SOURCE_ERRORS_NAME, source_errors_schema()),
         ("subscriptions", subscriptions_schema()),
         ("sink_stats", sink_stats_schema()),
+        ("frontiers", frontiers_schema()),
     ]
 }
 
@@ -100,6 +102,18 @@ fn sink_stats_schema() -> SchemaRef {
         Field::new("last_timestamp", DataType::UInt64, true),
         Field::new("lag_ms", DataType::UInt64, false),
         Field::new("failure", DataType::Utf8, true),
+    ]))
+}
+
+/// `frontiers`: one row per arrangement (table, source, materialized view, index).
+fn frontiers_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("object_name", DataType::Utf8, false),
+        Field::new("object_type", DataType::Utf8, false),
+        Field::new("upper", DataType::UInt64, true),
+        Field::new("since", DataType::UInt64, false),
+        Field::new("lag_ms", DataType::UInt64, true),
     ]))
 }
 
@@ -335,6 +349,53 @@ impl SystemSchema {
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
+    /// `frontiers`: how far each arrangement has got, as compute's workers report it: every
+    /// update before `upper` is in it (NULL once it is closed for good), reads before `since`
+    /// are no longer possible, and `lag_ms` is how far `upper` trails the clock (timestamps
+    /// are milliseconds of wall-clock time).
+    fn frontiers(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = frontiers_schema();
+        let frontiers = self.compute.frontiers().all();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let now = crate::timestamps::wall_clock_ms();
+        let mut schemas = Vec::new();
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut uppers = Vec::new();
+        let mut sinces = Vec::new();
+        let mut lags = Vec::new();
+        for (id, frontier) in frontiers {
+            let (schema_name, name, kind) = match catalog.get(id) {
+                Some(item) => (item.schema.clone(), item.name.clone(), item_type(item.kind)),
+                None if id == SOURCE_ERRORS => (
+                    crate::system_catalog::SYSTEM_SCHEMA.to_string(),
+                    SOURCE_ERRORS_NAME.to_string(),
+                    "system relation",
+                ),
+                None => continue,
+            };
+            let open = (frontier.upper != repr::Timestamp::MAX).then_some(frontier.upper);
+            schemas.push(schema_name);
+            names.push(name);
+            types.push(kind);
+            uppers.push(open);
+            sinces.push(frontier.since);
+            lags.push(open.map(|upper| now.saturating_sub(upper)));
+        }
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(schemas)),
+                Arc::new(StringArray::from(names)),
+                Arc::new(StringArray::from(types)),
+                Arc::new(UInt64Array::from(uppers)),
+                Arc::new(UInt64Array::from(sinces)),
+                Arc::new(UInt64Array::from(lags)),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
@@ -365,6 +426,20 @@ impl SystemSchema {
     }
 }
 
+/// How `frontiers.object_type` names an item's kind.
+fn item_type(kind: storage::ItemKind) -> &'static str {
+    match kind {
+        storage::ItemKind::Table => "table",
+        storage::ItemKind::View => "view",
+        storage::ItemKind::MaterializedView => "materialized view",
+        storage::ItemKind::Index => "index",
+        storage::ItemKind::Source => "source",
+        storage::ItemKind::Sink => "sink",
+        storage::ItemKind::Subscription => "subscription",
+        storage::ItemKind::Schema => "schema",
+    }
+}
+
 #[async_trait]
 impl SchemaProvider for SystemSchema {
     fn table_names(&self) -> Vec<String> {
@@ -381,6 +456,7 @@ impl SchemaProvider for SystemSchema {
             "source_stats" => self.source_stats().map(Some),
             "subscriptions" => self.subscriptions().map(Some),
             "sink_stats" => self.sink_stats().map(Some),
+            "frontiers" => self.frontiers().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),
