@@ -16,6 +16,15 @@ pub struct BenchServer {
 impl BenchServer {
     /// Starts `binary` on a free port with a fresh data directory.
     pub fn start(binary: &PathBuf, workers: usize) -> Result<Self, String> {
+        Self::start_with_args(binary, workers, &[])
+    }
+
+    /// Starts `binary` like [`Self::start`], with `extra` command-line arguments.
+    pub fn start_with_args(
+        binary: &PathBuf,
+        workers: usize,
+        extra: &[&str],
+    ) -> Result<Self, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -30,6 +39,7 @@ impl BenchServer {
                 "--workers",
                 &workers.to_string(),
             ])
+            .args(extra)
             .arg("--data-dir")
             .arg(data.path())
             .env("RUST_LOG", "warn")
@@ -62,6 +72,11 @@ impl BenchServer {
             .parse()
             .ok()?;
         Some(kib / 1024.0)
+    }
+
+    /// The server's data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._data.path()
     }
 
     /// The bytes of the server's data directory on disk (catalog, log, stream logs).

@@ -2,11 +2,14 @@
 //!
 //! The log grows with every write; replaying all of history on restart would take time
 //! proportional to history, not to the data. After enough rows have been logged, the
-//! coordinator takes the sequencer (so no write is half done), reads every table at the last
-//! committed time, and hands the consolidated contents to the log, which writes them as a
-//! snapshot and deletes the segments it covers. Disk use and restart time then follow the
-//! tables' size. Streams are not in the snapshot: their history is their stream logs, whose
-//! lengths the snapshot keeps.
+//! coordinator picks the last committed time as the checkpoint's time: holding the sequencer
+//! only for that instant (so no write is half done), it takes a read hold at that time and
+//! notes the sources' positions and the streams' log lengths, which belong to it. Then,
+//! with writes going on, it reads every table as of that time (the hold keeps compute from
+//! compacting it away) and hands the consolidated contents to the log, which writes them as
+//! a snapshot and deletes the segments holding only earlier records. Disk use and restart
+//! time then follow the tables' size, and writes never wait for a checkpoint. Streams are
+//! not in the snapshot: their history is their stream logs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -37,23 +40,38 @@ impl Coordinator {
         });
     }
 
-    /// Writes a snapshot of every table at the last committed time and truncates the log.
+    /// Writes a snapshot of every table at the last committed time and truncates the log;
+    /// writes go on meanwhile.
     pub(crate) async fn checkpoint(&self) -> Result<(), CoordError> {
         let started = Instant::now();
-        let _sequencer = self.sequencer.clone().lock_owned().await;
-        let time = self.oracle.read_time();
-        let tables: Vec<_> = self
-            .table_codecs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter(|(id, _)| !self.streams.contains(**id))
-            .map(|(id, codecs)| (*id, codecs.clone()))
-            .collect();
+        let (hold, logged, tables, positions, stream_ends) = {
+            let _sequencer = self.sequencer.lock().await;
+            let tables: Vec<_> = self
+                .table_codecs
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .filter(|(id, _)| !self.streams.contains(**id))
+                .map(|(id, codecs)| (*id, codecs.clone()))
+                .collect();
+            (
+                self.holds.hold_read_time(&self.oracle),
+                self.rows_since_checkpoint.load(Ordering::Relaxed),
+                tables,
+                self.sources.positions(),
+                self.streams.ends(),
+            )
+        };
+        let time = hold.time();
         let mut snapshot = Vec::with_capacity(tables.len());
         let mut rows = 0;
         for (id, codecs) in tables {
-            let contents = self.compute.peek(id, time, PeekFilter::All).await?;
+            let contents = match self.compute.peek(id, time, PeekFilter::All).await {
+                Ok(contents) => contents,
+                // Dropped since the checkpoint's time: recovery will not look for it.
+                Err(compute::ComputeError::UnknownArrangement(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
             rows += contents.len();
             let batch = codecs.decode(&contents)?;
             let diffs = contents.iter().map(|(_, d)| *d).collect();
@@ -66,15 +84,16 @@ impl Coordinator {
                 },
             ));
         }
-        let positions = self.sources.positions();
-        let stream_ends = self.streams.ends();
+        drop(hold);
         let this = self.arc()?;
         tokio::task::spawn_blocking(move || {
             this.wal.checkpoint(time, snapshot, positions, stream_ends)
         })
         .await
         .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;
-        self.rows_since_checkpoint.store(0, Ordering::Relaxed);
+        // Rows logged while the checkpoint ran count toward the next one.
+        self.rows_since_checkpoint
+            .fetch_sub(logged, Ordering::Relaxed);
         tracing::info!(
             through = time,
             rows,
