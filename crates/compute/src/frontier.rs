@@ -55,17 +55,12 @@ impl Frontiers {
         }
     }
 
-    /// The current frontier of `id`, once every worker has reported it.
-    pub fn get(&self, id: GlobalId) -> Option<Frontier> {
-        combine(self.lock().collections.get(&id)?)
-    }
-
-    /// The current frontier of every collection that every worker has reported.
+    /// The current frontier of every collection.
     pub fn all(&self) -> BTreeMap<GlobalId, Frontier> {
         self.lock()
             .collections
             .iter()
-            .filter_map(|(id, workers)| Some((*id, combine(workers)?)))
+            .map(|(id, workers)| (*id, combine(workers)))
             .collect()
     }
 
@@ -88,7 +83,7 @@ impl Frontiers {
                     .collections
                     .get(&id)
                     .ok_or(ComputeError::UnknownArrangement(id))?;
-                if combine(workers).is_some_and(|f| f.upper > time) {
+                if combine(workers).upper > time {
                     return Ok(());
                 }
             }
@@ -144,20 +139,20 @@ impl Frontiers {
     }
 }
 
-/// The frontier of a collection from its workers' reports: the least upper and since, once
-/// every worker has reported.
-fn combine(workers: &[Option<Frontier>]) -> Option<Frontier> {
-    workers.iter().try_fold(
+/// The frontier of a collection from its workers' reports: the least upper and since. A
+/// worker that has not reported yet (it has not built the collection) holds both at 0.
+fn combine(workers: &[Option<Frontier>]) -> Frontier {
+    workers.iter().fold(
         Frontier {
             upper: Timestamp::MAX,
             since: Timestamp::MAX,
         },
         |acc, worker| {
-            let worker = (*worker)?;
-            Some(Frontier {
+            let worker = worker.unwrap_or(Frontier { upper: 0, since: 0 });
+            Frontier {
                 upper: acc.upper.min(worker.upper),
                 since: acc.since.min(worker.since),
-            })
+            }
         },
     )
 }
@@ -176,11 +171,15 @@ mod tests {
         let id = GlobalId(1);
         frontiers.track(id);
         frontiers.report(0, id, frontier(10));
-        assert_eq!(frontiers.get(id), None, "worker 1 has not reported");
+        assert_eq!(
+            frontiers.all().get(&id).copied(),
+            Some(frontier(0)),
+            "worker 1 has not reported: nothing is complete"
+        );
         frontiers.report(1, id, frontier(7));
-        assert_eq!(frontiers.get(id), Some(frontier(7)));
+        assert_eq!(frontiers.all().get(&id).copied(), Some(frontier(7)));
         frontiers.report(1, id, frontier(12));
-        assert_eq!(frontiers.get(id), Some(frontier(10)));
+        assert_eq!(frontiers.all().get(&id).copied(), Some(frontier(10)));
     }
 
     #[tokio::test]
