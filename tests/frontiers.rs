@@ -67,7 +67,10 @@ async fn frontiers_list_every_arrangement_and_advance_with_writes() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while upper(&client, "totals_by_total").await <= before {
-        assert!(Instant::now() < deadline, "the index's frontier did not move");
+        assert!(
+            Instant::now() < deadline,
+            "the index's frontier did not move"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(upper(&client, "orders").await > before);

@@ -83,7 +83,9 @@ async fn main() -> Result<(), String> {
                 phase.checkpoints,
             );
             if checkpoints && phase.checkpoints == 0 {
-                return Err("no checkpoint ran during the timed inserts: nothing was measured".into());
+                return Err(
+                    "no checkpoint ran during the timed inserts: nothing was measured".into(),
+                );
             }
             if checkpoints {
                 with.push(phase);

@@ -96,9 +96,7 @@ impl Frontiers {
 
     /// Starts tracking `id`, which the workers are about to build.
     pub(crate) fn track(&self, id: GlobalId) {
-        self.lock()
-            .collections
-            .insert(id, vec![None; self.workers]);
+        self.lock().collections.insert(id, vec![None; self.workers]);
     }
 
     /// Stops tracking `id` (dropped, or it could not be built); its waiters fail.

@@ -16,8 +16,7 @@ use crate::catalog::Catalog;
 use crate::durable_subscriptions::DurableSubscriptions;
 use crate::sinks::{lag_ms, Sinks};
 use crate::sources::{
-    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS,
-    SOURCE_ERRORS_NAME,
+    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
 };
 
 /// The relations of `fluxion_catalog` and their columns.

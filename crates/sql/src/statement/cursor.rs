@@ -25,7 +25,7 @@ pub enum DeclareTarget {
     /// The rows of a query, computed when the cursor is declared.
     Query(Query),
     /// The changes of a subscription, as they come.
-    Subscribe(Subscribe),
+    Subscribe(Box<Subscribe>),
 }
 
 impl Declare {
@@ -56,7 +56,7 @@ impl Declare {
         Declare {
             name: fold_ident(name),
             with_hold: false,
-            target: DeclareTarget::Subscribe(subscribe),
+            target: DeclareTarget::Subscribe(Box::new(subscribe)),
         }
     }
 }

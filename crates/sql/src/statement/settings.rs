@@ -91,14 +91,16 @@ pub enum Explain {
     /// `EXPLAIN query`.
     Query(Query),
     /// `EXPLAIN CREATE [MATERIALIZED] VIEW …`.
-    View(CreateView),
+    View(Box<CreateView>),
 }
 
 impl Explain {
     pub(crate) fn from_sql(statement: ast::Statement) -> Result<Explain, SqlError> {
         match statement {
             ast::Statement::Query(query) => Ok(Explain::Query(Query::new(*query))),
-            ast::Statement::CreateView(create) => Ok(Explain::View(CreateView::from_sql(create)?)),
+            ast::Statement::CreateView(create) => {
+                Ok(Explain::View(Box::new(CreateView::from_sql(create)?)))
+            }
             other => Err(SqlError::Unsupported(format!(
                 "EXPLAIN of {}",
                 other

@@ -56,7 +56,7 @@ pub enum OnConflict {
     /// Rows whose key exists are skipped.
     DoNothing,
     /// Rows whose key exists update the existing row.
-    DoUpdate(ConflictUpdate),
+    DoUpdate(Box<ConflictUpdate>),
 }
 
 /// `ON CONFLICT DO UPDATE SET … [WHERE …]`.
@@ -92,7 +92,9 @@ impl Insert {
             None => None,
             Some(OnInsert::OnConflict(conflict)) => Some(match conflict.action {
                 OnConflictAction::DoNothing => OnConflict::DoNothing,
-                OnConflictAction::DoUpdate(update) => OnConflict::DoUpdate(ConflictUpdate(update)),
+                OnConflictAction::DoUpdate(update) => {
+                    OnConflict::DoUpdate(Box::new(ConflictUpdate(update)))
+                }
             }),
             Some(_) => return Err(SqlError::Unsupported("ON DUPLICATE KEY".into())),
         };
