@@ -249,7 +249,7 @@ impl CatalogProviderImpl {
         catalog: Arc<RwLock<Catalog>>,
         compute: Arc<compute::ComputeController>,
         sources: Arc<crate::sources::SourceRegistry>,
-        subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
+        subscriptions: Arc<pipelines::DurableSubscriptions>,
         sinks: Arc<crate::sinks::Sinks>,
     ) -> Self {
         Self {

@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use repr::{ChangeBatch, Diff, GlobalId, Row, Timestamp};
+use repr::{consolidate, ChangeBatch, Diff, GlobalId, Row, Timestamp};
 use storage::WalRecord;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::read::consolidate;
 use crate::session::{PendingWrites, Session, Transaction};
 
 impl Coordinator {

@@ -58,7 +58,7 @@ pub struct Coordinator {
     /// The streams (append-only sources) and their logs.
     pub(crate) streams: Arc<crate::streams::Streams>,
     /// The durable subscriptions and their logs.
-    pub(crate) subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
+    pub(crate) subscriptions: Arc<pipelines::DurableSubscriptions>,
     /// The sinks, their logs and their delivery.
     pub(crate) sinks: Arc<crate::sinks::Sinks>,
     /// The next transient dataflow (subscription) number.
@@ -77,7 +77,7 @@ impl Coordinator {
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
         let sources = Arc::new(crate::sources::SourceRegistry::default());
-        let subscriptions = Arc::new(crate::durable_subscriptions::DurableSubscriptions::new(
+        let subscriptions = Arc::new(pipelines::DurableSubscriptions::new(
             config.data_dir.join("subscriptions"),
             "subscription",
         ));

@@ -13,17 +13,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use connectors::{ConnectorError, Format, SinkConnection, SinkSpec, SourceOptions};
-use repr::{ChangeBatch, GlobalId, Timestamp};
+use pipelines::{DurableSubscriptions, SubscriptionLog};
+use repr::{wall_clock_ms, ChangeBatch, GlobalId, Timestamp};
 use tokio::sync::watch;
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
 use crate::ddl::stored_name;
-use crate::durable_subscriptions::{DurableSubscriptions, SubscriptionLog};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use crate::timestamps::wall_clock_ms;
 use sql::{CreateSink, Subscribe, SubscribeTarget};
 
 /// What the sinks' change logs are called (`sink-<id>.log`).
@@ -249,7 +248,7 @@ impl Coordinator {
             self.install_sink(item.id, &item.create_sql, &create, from)
                 .await?;
         }
-        self.sinks.logs.remove_orphans()
+        Ok(self.sinks.logs.remove_orphans()?)
     }
 }
 

@@ -1,0 +1,18 @@
+//! Running pipelines: the runtime of subscriptions, streams, sinks and sources.
+//!
+//! The coordinator decides what runs (DDL, the catalog, recovery, planning) and commits
+//! (the sequencer, the timestamp oracle, the WAL); this crate owns what runs once started:
+//! the tasks that move a subscription's output to its subscriber, the stream logs, the
+//! loggers of durable subscriptions, the sinks' delivery and the sources' ingest loops.
+//! The coordinator asks it to start and stop them, and hands it what it needs through
+//! small traits; nothing here knows SQL or the catalog.
+
+mod durable_subscriptions;
+mod error;
+mod subscription;
+
+pub use durable_subscriptions::{
+    DurableSubscriptions, OpenedLog, SubscriptionLog, SubscriptionStatus,
+};
+pub use error::PipelineError;
+pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};
