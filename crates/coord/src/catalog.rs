@@ -250,7 +250,7 @@ impl CatalogProviderImpl {
         compute: Arc<compute::ComputeController>,
         sources: Arc<crate::sources::SourceRegistry>,
         subscriptions: Arc<pipelines::DurableSubscriptions>,
-        sinks: Arc<crate::sinks::Sinks>,
+        sinks: Arc<pipelines::Sinks>,
     ) -> Self {
         Self {
             pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),

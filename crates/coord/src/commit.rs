@@ -137,7 +137,17 @@ impl Coordinator {
             self.durable.advance_timestamp_high_water(high_water)?;
         }
         let time = allocation.time;
-        let stream_ends = self.append_to_stream_logs(time, &commit.streamed).await?;
+        let stream_ends = self
+            .streams
+            .append(
+                time,
+                commit
+                    .streamed
+                    .iter()
+                    .map(|s| (s.id, s.rows.clone()))
+                    .collect(),
+            )
+            .await?;
         let (changes, applied): (Vec<_>, Vec<_>) = commit
             .arranged
             .into_iter()

@@ -56,11 +56,11 @@ pub struct Coordinator {
     /// The sources: their positions, statistics and stop flags.
     pub(crate) sources: Arc<crate::sources::SourceRegistry>,
     /// The streams (append-only sources) and their logs.
-    pub(crate) streams: Arc<crate::streams::Streams>,
+    pub(crate) streams: Arc<pipelines::Streams>,
     /// The durable subscriptions and their logs.
     pub(crate) subscriptions: Arc<pipelines::DurableSubscriptions>,
     /// The sinks, their logs and their delivery.
-    pub(crate) sinks: Arc<crate::sinks::Sinks>,
+    pub(crate) sinks: Arc<pipelines::Sinks>,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
@@ -81,7 +81,7 @@ impl Coordinator {
             config.data_dir.join("subscriptions"),
             "subscription",
         ));
-        let sinks = Arc::new(crate::sinks::Sinks::new(config.data_dir.join("sinks")));
+        let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             compute.clone(),
@@ -107,9 +107,7 @@ impl Coordinator {
             checkpoint_after_rows: config.checkpoint_after_rows,
             retain_history_ms: config.retain_history_ms,
             sources,
-            streams: Arc::new(crate::streams::Streams::new(
-                config.data_dir.join("streams"),
-            )),
+            streams: Arc::new(pipelines::Streams::new(config.data_dir.join("streams"))),
             subscriptions: subscriptions.clone(),
             sinks,
             next_transient_id: AtomicU64::new(0),

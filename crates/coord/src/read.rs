@@ -18,6 +18,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::streaming::PartitionStream;
+use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 
@@ -25,7 +26,6 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
-use crate::streams::{StreamScan, Streams};
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;

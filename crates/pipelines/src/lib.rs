@@ -9,10 +9,14 @@
 
 mod durable_subscriptions;
 mod error;
+mod sinks;
+mod streams;
 mod subscription;
 
 pub use durable_subscriptions::{
     DurableSubscriptions, OpenedLog, SubscriptionLog, SubscriptionStatus,
 };
 pub use error::PipelineError;
+pub use sinks::{lag_ms, SinkState, SinkStats, Sinks};
+pub use streams::{StreamScan, Streams};
 pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};

@@ -11,10 +11,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
-use pipelines::DurableSubscriptions;
+use pipelines::{lag_ms, DurableSubscriptions, Sinks};
 
 use crate::catalog::Catalog;
-use crate::sinks::{lag_ms, Sinks};
 use crate::sources::{
     source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
 };
