@@ -248,7 +248,7 @@ impl CatalogProviderImpl {
     pub fn new(
         catalog: Arc<RwLock<Catalog>>,
         compute: Arc<compute::ComputeController>,
-        sources: Arc<crate::sources::SourceRegistry>,
+        sources: Arc<pipelines::SourceRegistry>,
         subscriptions: Arc<pipelines::DurableSubscriptions>,
         sinks: Arc<pipelines::Sinks>,
     ) -> Self {

@@ -54,7 +54,7 @@ pub struct Coordinator {
     /// How long (ms) past states stay readable.
     pub(crate) retain_history_ms: u64,
     /// The sources: their positions, statistics and stop flags.
-    pub(crate) sources: Arc<crate::sources::SourceRegistry>,
+    pub(crate) sources: Arc<pipelines::SourceRegistry>,
     /// The streams (append-only sources) and their logs.
     pub(crate) streams: Arc<pipelines::Streams>,
     /// The durable subscriptions and their logs.
@@ -76,7 +76,7 @@ impl Coordinator {
         let (wal, records) = storage::Wal::open(&config.data_dir.join("wal"))?;
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
-        let sources = Arc::new(crate::sources::SourceRegistry::default());
+        let sources = Arc::new(pipelines::SourceRegistry::default());
         let subscriptions = Arc::new(pipelines::DurableSubscriptions::new(
             config.data_dir.join("subscriptions"),
             "subscription",

@@ -10,6 +10,7 @@
 mod durable_subscriptions;
 mod error;
 mod sinks;
+mod sources;
 mod streams;
 mod subscription;
 
@@ -18,5 +19,10 @@ pub use durable_subscriptions::{
 };
 pub use error::PipelineError;
 pub use sinks::{lag_ms, SinkState, SinkStats, Sinks};
+pub use sources::{
+    bad_record_rows, fits_error_table, source_errors_desc, source_errors_schema, spawn_ingest,
+    SourceCommitter, SourceRegistry, SourceStats, SourceWiring, ERROR_TABLE_OPTION, SOURCE_ERRORS,
+    SOURCE_ERRORS_NAME,
+};
 pub use streams::{StreamScan, Streams};
 pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};

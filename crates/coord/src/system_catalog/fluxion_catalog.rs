@@ -11,12 +11,13 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
-use pipelines::{lag_ms, DurableSubscriptions, Sinks};
+use pipelines::{
+    lag_ms, source_errors_schema, DurableSubscriptions, Sinks, SourceRegistry, SOURCE_ERRORS,
+    SOURCE_ERRORS_NAME,
+};
 
 use crate::catalog::Catalog;
-use crate::sources::{
-    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
-};
+use crate::sources::source_errors_relation;
 
 /// The relations of `fluxion_catalog` and their columns.
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
@@ -200,7 +201,7 @@ impl SystemSchema {
                 None => (String::new(), id.to_string()),
             })
             .collect();
-        let column = |f: &dyn Fn(&crate::sources::SourceStats) -> u64| {
+        let column = |f: &dyn Fn(&pipelines::SourceStats) -> u64| {
             Arc::new(UInt64Array::from_iter_values(
                 stats.iter().map(|(_, s)| f(s)),
             ))
