@@ -248,9 +248,9 @@ impl CatalogProviderImpl {
     pub fn new(
         catalog: Arc<RwLock<Catalog>>,
         compute: Arc<compute::ComputeController>,
-        sources: Arc<crate::sources::SourceRegistry>,
-        subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
-        sinks: Arc<crate::sinks::Sinks>,
+        sources: Arc<pipelines::SourceRegistry>,
+        subscriptions: Arc<pipelines::DurableSubscriptions>,
+        sinks: Arc<pipelines::Sinks>,
     ) -> Self {
         Self {
             pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),

@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use repr::{ChangeBatch, Diff, GlobalId, Row, Timestamp};
+use repr::{consolidate, ChangeBatch, Diff, GlobalId, Row, Timestamp};
 use storage::WalRecord;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::read::consolidate;
 use crate::session::{PendingWrites, Session, Transaction};
 
 impl Coordinator {
@@ -138,7 +137,17 @@ impl Coordinator {
             self.durable.advance_timestamp_high_water(high_water)?;
         }
         let time = allocation.time;
-        let stream_ends = self.append_to_stream_logs(time, &commit.streamed).await?;
+        let stream_ends = self
+            .streams
+            .append(
+                time,
+                commit
+                    .streamed
+                    .iter()
+                    .map(|s| (s.id, s.rows.clone()))
+                    .collect(),
+            )
+            .await?;
         let (changes, applied): (Vec<_>, Vec<_>) = commit
             .arranged
             .into_iter()

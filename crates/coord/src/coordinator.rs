@@ -54,13 +54,13 @@ pub struct Coordinator {
     /// How long (ms) past states stay readable.
     pub(crate) retain_history_ms: u64,
     /// The sources: their positions, statistics and stop flags.
-    pub(crate) sources: Arc<crate::sources::SourceRegistry>,
+    pub(crate) sources: Arc<pipelines::SourceRegistry>,
     /// The streams (append-only sources) and their logs.
-    pub(crate) streams: Arc<crate::streams::Streams>,
+    pub(crate) streams: Arc<pipelines::Streams>,
     /// The durable subscriptions and their logs.
-    pub(crate) subscriptions: Arc<crate::durable_subscriptions::DurableSubscriptions>,
+    pub(crate) subscriptions: Arc<pipelines::DurableSubscriptions>,
     /// The sinks, their logs and their delivery.
-    pub(crate) sinks: Arc<crate::sinks::Sinks>,
+    pub(crate) sinks: Arc<pipelines::Sinks>,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
@@ -76,12 +76,12 @@ impl Coordinator {
         let (wal, records) = storage::Wal::open(&config.data_dir.join("wal"))?;
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
-        let sources = Arc::new(crate::sources::SourceRegistry::default());
-        let subscriptions = Arc::new(crate::durable_subscriptions::DurableSubscriptions::new(
+        let sources = Arc::new(pipelines::SourceRegistry::default());
+        let subscriptions = Arc::new(pipelines::DurableSubscriptions::new(
             config.data_dir.join("subscriptions"),
             "subscription",
         ));
-        let sinks = Arc::new(crate::sinks::Sinks::new(config.data_dir.join("sinks")));
+        let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             compute.clone(),
@@ -107,9 +107,7 @@ impl Coordinator {
             checkpoint_after_rows: config.checkpoint_after_rows,
             retain_history_ms: config.retain_history_ms,
             sources,
-            streams: Arc::new(crate::streams::Streams::new(
-                config.data_dir.join("streams"),
-            )),
+            streams: Arc::new(pipelines::Streams::new(config.data_dir.join("streams"))),
             subscriptions: subscriptions.clone(),
             sinks,
             next_transient_id: AtomicU64::new(0),

@@ -20,7 +20,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{Session, Transaction};
-use crate::subscribe::Subscription;
+use pipelines::Subscription;
 
 /// An open cursor: the rows of its query not fetched yet.
 #[derive(Debug)]

@@ -145,6 +145,27 @@ impl From<storage::StorageError> for CoordError {
     }
 }
 
+impl From<pipelines::PipelineError> for CoordError {
+    fn from(e: pipelines::PipelineError) -> Self {
+        use pipelines::PipelineError;
+        match e {
+            PipelineError::SubscriberTooSlow { queued_rows } => {
+                CoordError::SubscriberTooSlow { queued_rows }
+            }
+            PipelineError::HistoryUnavailable(message) => CoordError::HistoryUnavailable(message),
+            PipelineError::Unsupported(message) => CoordError::unsupported(message),
+            PipelineError::Arrow(e) => e.into(),
+            PipelineError::Storage(e) => e.into(),
+            PipelineError::Compute(e) => e.into(),
+            PipelineError::Connector(connectors::ConnectorError::Upstream(message)) => {
+                CoordError::ConnectionFailure(message)
+            }
+            PipelineError::Connector(e) => CoordError::InvalidSourceOption(e.to_string()),
+            PipelineError::Internal(message) => CoordError::Internal(message),
+        }
+    }
+}
+
 impl From<compute::ComputeError> for CoordError {
     fn from(e: compute::ComputeError) -> Self {
         match e {

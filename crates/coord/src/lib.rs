@@ -55,8 +55,8 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
     Session::new(user, 0, startup).reported_settings()
 }
 
+pub use pipelines::Subscription;
 pub use sql::{parse, CopyFormat, CopyOptions, SqlError, Statement, TransactionEffect};
-pub use subscribe::Subscription;
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
 pub const SERVER_VERSION: &str = "15.8";

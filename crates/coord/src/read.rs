@@ -18,6 +18,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::streaming::PartitionStream;
+use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 
@@ -25,7 +26,6 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
-use crate::streams::{StreamScan, Streams};
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;
@@ -67,7 +67,7 @@ impl SnapshotReader for ArrangementReader {
             .map_err(external)?;
         if let Some(overlay) = overlay {
             rows.extend(overlay.iter().cloned());
-            rows = consolidate(rows);
+            rows = repr::consolidate(rows);
         }
         rows_to_batches(&codec, &rows)
     }
@@ -101,20 +101,6 @@ fn encode_key(schema: &SchemaRef, lookup: &KeyLookup) -> DfResult<Row> {
         .map_err(external)?
         .pop()
         .ok_or_else(|| DataFusionError::Internal("no key encoded".into()))
-}
-
-/// Sums the diffs of equal rows and drops rows that cancel out.
-pub(crate) fn consolidate(mut rows: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
-    rows.sort();
-    let mut out: Vec<(Row, Diff)> = Vec::with_capacity(rows.len());
-    for (row, diff) in rows {
-        match out.last_mut() {
-            Some((last, total)) if *last == row => *total += diff,
-            _ => out.push((row, diff)),
-        }
-    }
-    out.retain(|(_, diff)| *diff != 0);
-    out
 }
 
 /// Decodes rows into batches, repeating each row as often as its multiplicity.

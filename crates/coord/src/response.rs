@@ -1,7 +1,7 @@
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::subscribe::Subscription;
+use pipelines::Subscription;
 use sql::{CopyFormat, CopyOptions};
 
 /// What executing one statement produced.

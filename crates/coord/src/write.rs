@@ -10,7 +10,7 @@ use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::logical_expr::LogicalPlan;
-use repr::{Diff, GlobalId, Row, Timestamp};
+use repr::{consolidate, Diff, GlobalId, Row, Timestamp};
 use sql::{Delete, Insert, ObjectRef, OnConflict, Update};
 use storage::ItemKind;
 
@@ -18,7 +18,6 @@ use crate::catalog::Item;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::query_context::QueryContext;
-use crate::read::consolidate;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};

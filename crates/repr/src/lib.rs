@@ -6,18 +6,22 @@
 //! timeline. This crate knows nothing of SQL planning, dataflows, storage or the wire protocol.
 
 mod change_batch;
+mod consolidate;
 mod error;
 mod ids;
 pub mod pg_array;
 pub mod pg_type;
 mod relation;
 mod row;
+mod wall_clock;
 
 pub use change_batch::ChangeBatch;
+pub use consolidate::consolidate;
 pub use error::ReprError;
 pub use ids::GlobalId;
 pub use relation::RelationDesc;
 pub use row::{Row, RowCodec};
+pub use wall_clock::wall_clock_ms;
 
 /// A logical time on the one timeline all collections share (milliseconds of wall clock).
 pub type Timestamp = u64;

@@ -106,7 +106,7 @@ where
                 writer.write(client, &batch).await?;
                 client.flush().await?;
             }
-            Some(Err(e)) => return Err(to_pgwire(&e)),
+            Some(Err(e)) => return Err(to_pgwire(&e.into())),
             None => return writer.finish(client).await,
         }
     }

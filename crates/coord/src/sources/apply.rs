@@ -13,11 +13,10 @@ use std::sync::Arc;
 use compute::PeekFilter;
 use connectors::Change;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
-use repr::{Diff, GlobalId, Row};
+use repr::{consolidate, Diff, GlobalId, Row};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::read::consolidate;
 use crate::table_rows::TableCodecs;
 
 /// One output's current rows, as changed so far by the batch.

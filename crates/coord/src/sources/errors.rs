@@ -1,48 +1,14 @@
-//! Bad records: `fluxion_catalog.source_errors` and a source's own `error_table`.
-//!
-//! A record that a connector cannot turn into a row is committed with the batch it came in,
-//! as a row of the system relation `fluxion_catalog.source_errors` (and of the user table
-//! the source's `error_table` option names). It is in the same log record as the batch's
-//! rows and position, so it is kept exactly once, survives restarts, and the source moves on
-//! past it: a poison record is never retried.
+//! The system relation `fluxion_catalog.source_errors` (its columns and the rows of bad
+//! records are `pipelines`'), as queries read it and compute holds it.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use connectors::BadRecord;
-use datafusion::arrow::array::{RecordBatch, StringArray, TimestampMicrosecondArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use repr::{GlobalId, RelationDesc};
+use pipelines::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 use sql::catalog::RelationTable;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
-
-/// The id of `fluxion_catalog.source_errors`.
-pub(crate) const SOURCE_ERRORS: GlobalId = GlobalId::system(1);
-
-/// The name of the relation in `fluxion_catalog`.
-pub(crate) const SOURCE_ERRORS_NAME: &str = "source_errors";
-
-/// The option naming a user table that also receives a source's bad records.
-pub(crate) const ERROR_TABLE_OPTION: &str = "error_table";
-
-/// `source_errors (source, position, raw, error, received_at)`; an `error_table` has the
-/// same columns.
-pub(crate) fn source_errors_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("source", DataType::Utf8, false),
-        Field::new("position", DataType::Utf8, true),
-        Field::new("raw", DataType::Utf8, true),
-        Field::new("error", DataType::Utf8, false),
-        Field::new(
-            "received_at",
-            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
-            false,
-        ),
-    ]))
-}
 
 /// The relation as queries read it; its columns say they come from `oid`.
 pub(crate) fn source_errors_relation(oid: u32) -> RelationTable {
@@ -52,55 +18,6 @@ pub(crate) fn source_errors_relation(oid: u32) -> RelationTable {
         source_errors_desc(),
     )
     .with_origin(oid)
-}
-
-fn source_errors_desc() -> RelationDesc {
-    RelationDesc {
-        schema: source_errors_schema(),
-        primary_key: None,
-    }
-}
-
-/// The rows recording `errors` of source `source`, received now.
-pub(crate) fn bad_record_rows(
-    source: &str,
-    errors: &[BadRecord],
-) -> Result<RecordBatch, CoordError> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or_default();
-    RecordBatch::try_new(
-        source_errors_schema(),
-        vec![
-            Arc::new(StringArray::from_iter_values(errors.iter().map(|_| source))),
-            Arc::new(StringArray::from_iter_values(
-                errors.iter().map(|e| e.position.as_str()),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                errors.iter().map(|e| e.raw.as_str()),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                errors.iter().map(|e| e.error.as_str()),
-            )),
-            Arc::new(
-                TimestampMicrosecondArray::from_iter_values(errors.iter().map(|_| now))
-                    .with_timezone("UTC"),
-            ),
-        ],
-    )
-    .map_err(|e| CoordError::Internal(e.to_string()))
-}
-
-/// Whether a table's columns can hold bad records (those of `source_errors`, in order).
-pub(crate) fn fits_error_table(schema: &SchemaRef) -> bool {
-    let wanted = source_errors_schema();
-    schema.fields().len() == wanted.fields().len()
-        && schema
-            .fields()
-            .iter()
-            .zip(wanted.fields())
-            .all(|(have, want)| have.name() == want.name() && have.data_type() == want.data_type())
 }
 
 impl Coordinator {

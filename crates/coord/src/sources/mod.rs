@@ -4,21 +4,19 @@
 //! installed like one: a collection with an input and an arrangement in compute, written to
 //! the same log and timeline as tables, so views read sources and tables alike. An
 //! append-only source (no key, plain records) is a stream instead: its rows go to a stream
-//! log of their own and to the dataflows that read it, and are not arranged (`crate::streams`). Users cannot
-//! write to it; its connector does (see `ingest`), and every batch is logged together with
+//! log of their own and to the dataflows that read it, and are not arranged
+//! ([`pipelines::Streams`]). Users cannot write to it; its connector does (the ingest loop of
+//! `pipelines`, see [`pipelines::spawn_ingest`]), and every batch is logged together with
 //! the connector's position after it. On restart the log gives back the rows and the last
 //! position, and the connector resumes there: nothing lost, nothing twice.
 //!
-//! `apply` turns a batch's changes into updates, `errors` keeps bad records, `ingest` runs
-//! readers and commits their batches, `flow_control` keeps a source from running ahead of
-//! the dataflows reading it, `tables` holds the tables a CDC source feeds, and `webhook`
-//! takes pushed rows.
+//! `apply` turns a batch's changes into updates, `commit` commits a batch (the coordinator's
+//! side of ingest), `errors` installs the relation of bad records, `tables` holds the tables
+//! a CDC source feeds, and `webhook` takes pushed rows.
 
 mod apply;
+mod commit;
 mod errors;
-mod flow_control;
-mod ingest;
-mod registry;
 mod tables;
 mod webhook;
 
@@ -29,14 +27,12 @@ use connectors::{
     Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use pipelines::{SourceWiring, ERROR_TABLE_OPTION};
 use repr::{GlobalId, RelationDesc};
 use sql::{CreateSource, Drop};
 use storage::ItemKind;
 
-pub(crate) use errors::{
-    source_errors_relation, source_errors_schema, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
-};
-pub(crate) use registry::{SourceRegistry, SourceStats};
+pub(crate) use errors::source_errors_relation;
 pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;
@@ -44,7 +40,6 @@ use crate::ddl::{stored_name, PlannedTable};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
-use ingest::SourceWiring;
 
 /// The connectors that connect to an upstream system when opened.
 const UPSTREAM_CONNECTORS: [&str; 2] = ["kafka", tables::CDC_CONNECTOR];
@@ -257,7 +252,7 @@ impl Coordinator {
             }
         };
         match opened {
-            OpenedSource::Reader(reader) => ingest::spawn(
+            OpenedSource::Reader(reader) => pipelines::spawn_ingest(
                 Arc::downgrade(&self.arc()?),
                 wiring,
                 reader,
@@ -316,7 +311,7 @@ impl Coordinator {
         let fits = item.kind == ItemKind::Table
             && match &item.details {
                 crate::catalog::ItemDetails::Relation(table) => {
-                    errors::fits_error_table(&table.desc.schema)
+                    pipelines::fits_error_table(&table.desc.schema)
                 }
                 _ => false,
             };
@@ -329,7 +324,7 @@ impl Coordinator {
         }
         let qualified = format!("{}.{}", item.schema, item.name);
         for (option, value) in &mut create.options {
-            if option == errors::ERROR_TABLE_OPTION {
+            if option == ERROR_TABLE_OPTION {
                 *value = qualified.clone();
             }
         }
@@ -343,7 +338,7 @@ pub(super) fn connector_options(create: &CreateSource) -> SourceOptions {
         create
             .options
             .iter()
-            .filter(|(option, _)| option != errors::ERROR_TABLE_OPTION)
+            .filter(|(option, _)| option != ERROR_TABLE_OPTION)
             .cloned(),
     )
 }
@@ -353,7 +348,7 @@ fn error_table_name(create: &CreateSource) -> Option<String> {
     create
         .options
         .iter()
-        .find(|(option, _)| option == errors::ERROR_TABLE_OPTION)
+        .find(|(option, _)| option == ERROR_TABLE_OPTION)
         .map(|(_, value)| value.clone())
 }
 

@@ -11,13 +11,13 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
+use pipelines::{
+    lag_ms, source_errors_schema, DurableSubscriptions, Sinks, SourceRegistry, SOURCE_ERRORS,
+    SOURCE_ERRORS_NAME,
+};
 
 use crate::catalog::Catalog;
-use crate::durable_subscriptions::DurableSubscriptions;
-use crate::sinks::{lag_ms, Sinks};
-use crate::sources::{
-    source_errors_relation, source_errors_schema, SourceRegistry, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
-};
+use crate::sources::source_errors_relation;
 
 /// The relations of `fluxion_catalog` and their columns.
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
@@ -201,7 +201,7 @@ impl SystemSchema {
                 None => (String::new(), id.to_string()),
             })
             .collect();
-        let column = |f: &dyn Fn(&crate::sources::SourceStats) -> u64| {
+        let column = |f: &dyn Fn(&pipelines::SourceStats) -> u64| {
             Arc::new(UInt64Array::from_iter_values(
                 stats.iter().map(|(_, s)| f(s)),
             ))
@@ -269,8 +269,8 @@ impl SystemSchema {
                 from.map(|id| name_of(id).1).unwrap_or_default()
             })
             .collect();
-        let now = crate::timestamps::wall_clock_ms();
-        let column = |f: &dyn Fn(&crate::durable_subscriptions::SubscriptionStatus) -> u64| {
+        let now = repr::wall_clock_ms();
+        let column = |f: &dyn Fn(&pipelines::SubscriptionStatus) -> u64| {
             Arc::new(UInt64Array::from_iter_values(statuses.iter().map(f)))
         };
         let batch = RecordBatch::try_new(
@@ -356,7 +356,7 @@ impl SystemSchema {
         let schema = frontiers_schema();
         let frontiers = self.compute.frontiers().all();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let now = crate::timestamps::wall_clock_ms();
+        let now = repr::wall_clock_ms();
         let mut schemas = Vec::new();
         let mut names = Vec::new();
         let mut types = Vec::new();

@@ -1,155 +1,54 @@
-//! Running a source: its reader on a thread of its own, its batches committed in order.
-//!
-//! The reader thread hands batches to the ingest task through a bounded channel, so a
-//! source whose batches cannot be committed as fast as it reads them waits instead of
-//! buffering without bound (backpressure); the ingest task in turn waits for the dataflows
-//! reading the source (`flow_control`). Each batch is committed like a transaction: one
-//! new timestamp, the rows and the connector's position after them in one log record (an
-//! append-only source's rows go to its stream log first, and the record holds the log's new
-//! length), then the rows go to compute.
+//! Committing a source's batches: the coordinator's side of ingest (see
+//! [`pipelines::SourceCommitter`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceReader};
+use connectors::{Change, SourceBatch};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
+use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring, SOURCE_ERRORS};
 use repr::{Diff, GlobalId, Row, Timestamp};
-use tokio::sync::mpsc;
+use storage::ItemKind;
 
-use super::errors::{bad_record_rows, SOURCE_ERRORS};
-use super::flow_control::CommitWindow;
 use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
 
-/// Batches read ahead of the one being committed.
-const READ_AHEAD: usize = 4;
+impl SourceCommitter for Coordinator {
+    type Error = CoordError;
 
-/// Rows past which batches waiting to be committed are not merged into one commit.
-const MERGE_ROWS: usize = 256 * 1024;
-
-/// Starts reading `reader` on a thread and committing its batches on a task, until `stop` is
-/// set, the source ends or fails, or the coordinator goes away.
-pub(super) fn spawn(
-    coordinator: Weak<Coordinator>,
-    wiring: SourceWiring,
-    mut reader: Box<dyn SourceReader>,
-    exited: Arc<AtomicBool>,
-    durable: DurablePosition,
-) {
-    let id = wiring.outputs[0];
-    let name = wiring.name.clone();
-    let stop = wiring.stop.clone();
-    let (batches, mut received) =
-        mpsc::channel::<Result<Option<SourceBatch>, ConnectorError>>(READ_AHEAD);
-    let reader_stop = stop.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("source-{name}"))
-        .spawn(move || {
-            while !reader_stop.load(Ordering::Acquire) {
-                let next = reader.next_batch();
-                let more = matches!(next, Ok(Some(_)));
-                if batches.blocking_send(next).is_err() || !more {
-                    break;
-                }
-            }
-            drop(reader);
-            exited.store(true, Ordering::Release);
-        });
-    if let Err(e) = spawned {
-        tracing::error!(source = %name, error = %e, "could not start the source's reader thread");
-        return;
+    fn commit(
+        &self,
+        wiring: &SourceWiring,
+        batch: SourceBatch,
+    ) -> impl Future<Output = Result<Option<Timestamp>, CoordError>> + Send {
+        self.commit_source_batch(wiring, batch)
     }
-    tokio::spawn(async move {
-        tracing::info!(source = %name, "source started");
-        let mut window = CommitWindow::default();
-        let mut pending = None;
-        loop {
-            let next = match pending.take() {
-                Some(next) => next,
-                None => match received.recv().await {
-                    Some(next) => next,
-                    None => break,
-                },
-            };
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            let Some(coordinator) = coordinator.upgrade() else {
-                break;
-            };
-            match next {
-                Ok(Some(mut batch)) => {
-                    // Batches read while the last commit ran are committed with this one: a
-                    // source that delivers small batches faster than commits (an fsync
-                    // each) can happen then commits more rows per fsync, not fewer.
-                    while batch.row_count() < MERGE_ROWS {
-                        match received.try_recv() {
-                            Ok(Ok(Some(later))) => batch.absorb(later),
-                            Ok(other) => {
-                                pending = Some(other);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    let position = batch.position.clone();
-                    let committed = match window.wait_for_readers(&coordinator, id).await {
-                        Ok(()) => coordinator.commit_source_batch(&wiring, batch).await,
-                        Err(e) => Err(e),
-                    };
-                    match committed {
-                        Ok(time) => {
-                            durable.set(&position);
-                            if let Some(time) = time {
-                                window.committed(time);
-                            }
-                        }
-                        Err(e) => {
-                            tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
-                            coordinator.sources.update(id, |stats| {
-                                stats.status = "failed";
-                                stats.last_error = Some(e.to_string());
-                            });
-                            break;
-                        }
-                    }
-                }
-                Ok(None) => {
-                    tracing::info!(source = %name, "source ended");
-                    coordinator
-                        .sources
-                        .update(id, |stats| stats.status = "ended");
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(source = %name, error = %e, "source failed");
-                    coordinator.sources.update(id, |stats| {
-                        stats.status = "failed";
-                        stats.last_error = Some(e.to_string());
-                    });
-                    break;
-                }
-            }
-        }
-    });
-}
 
-/// Where a source's batches go: its outputs (output 0 is the source itself) and the table
-/// its `error_table` option names.
-#[derive(Debug, Clone)]
-pub(crate) struct SourceWiring {
-    /// The source's name, as `source_errors` records it.
-    pub name: String,
-    /// The relation of each output index.
-    pub outputs: Vec<GlobalId>,
-    /// The user table that also receives bad records.
-    pub error_table: Option<GlobalId>,
-    /// Set when this run of the source is stopped: its batches are no longer committed.
-    pub stop: Arc<AtomicBool>,
+    fn arranged_readers(&self, source: GlobalId) -> Vec<GlobalId> {
+        let catalog = crate::catalog::read(&self.catalog);
+        catalog
+            .dependents(source)
+            .into_iter()
+            .filter(|id| {
+                catalog.get(*id).is_some_and(|item| {
+                    matches!(item.kind, ItemKind::MaterializedView | ItemKind::Index)
+                })
+            })
+            .collect()
+    }
+
+    fn frontiers(&self) -> &compute::Frontiers {
+        self.compute.frontiers()
+    }
+
+    fn sources(&self) -> &SourceRegistry {
+        &self.sources
+    }
 }
 
 impl Coordinator {

@@ -15,7 +15,7 @@ const RATE_WINDOW_SECS: f64 = 5.0;
 
 /// What `fluxion_catalog.source_stats` shows of one source.
 #[derive(Debug, Clone)]
-pub(crate) struct SourceStats {
+pub struct SourceStats {
     /// The connector (`counter`, `nexmark`, …).
     pub connector: String,
     /// `running`, `ended` or `failed`.
@@ -101,7 +101,7 @@ struct Entry {
 
 /// Every source of the catalog, by id.
 #[derive(Default)]
-pub(crate) struct SourceRegistry {
+pub struct SourceRegistry {
     entries: Mutex<BTreeMap<GlobalId, Entry>>,
 }
 

@@ -11,18 +11,15 @@
 
 use std::collections::VecDeque;
 
+use compute::{ComputeError, Frontiers};
 use repr::{GlobalId, Timestamp};
-use storage::ItemKind;
-
-use crate::coordinator::Coordinator;
-use crate::error::CoordError;
 
 /// Commits a source may have ahead of the dataflows that read it.
 const COMMITS_IN_FLIGHT: usize = 4;
 
 /// The recent commit times of one source.
 #[derive(Debug, Default)]
-pub(super) struct CommitWindow {
+pub(crate) struct CommitWindow {
     times: VecDeque<Timestamp>,
 }
 
@@ -33,47 +30,27 @@ impl CommitWindow {
     }
 
     /// Waits, if the source has [`COMMITS_IN_FLIGHT`] commits or more outstanding, until
-    /// every arranged reader of `source` has processed the oldest of them.
+    /// every arranged reader of the source (`readers` tells them) has processed the oldest
+    /// of them, as `frontiers` report it.
     pub async fn wait_for_readers(
         &mut self,
-        coordinator: &Coordinator,
-        source: GlobalId,
-    ) -> Result<(), CoordError> {
+        readers: impl FnOnce() -> Vec<GlobalId>,
+        frontiers: &Frontiers,
+    ) -> Result<(), ComputeError> {
         if self.times.len() < COMMITS_IN_FLIGHT {
             return Ok(());
         }
         let Some(oldest) = self.times.pop_front() else {
             return Ok(());
         };
-        for reader in coordinator.arranged_readers(source) {
-            match coordinator
-                .compute
-                .frontiers()
-                .wait_until_complete_at(reader, oldest)
-                .await
-            {
+        for reader in readers() {
+            match frontiers.wait_until_complete_at(reader, oldest).await {
                 Ok(()) => {}
                 // Dropped meanwhile: nothing to wait for.
-                Err(compute::ComputeError::UnknownArrangement(_)) => {}
-                Err(e) => return Err(e.into()),
+                Err(ComputeError::UnknownArrangement(_)) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())
-    }
-}
-
-impl Coordinator {
-    /// The materialized views and indexes that read `source`, directly or through others.
-    fn arranged_readers(&self, source: GlobalId) -> Vec<GlobalId> {
-        let catalog = crate::catalog::read(&self.catalog);
-        catalog
-            .dependents(source)
-            .into_iter()
-            .filter(|id| {
-                catalog.get(*id).is_some_and(|item| {
-                    matches!(item.kind, ItemKind::MaterializedView | ItemKind::Index)
-                })
-            })
-            .collect()
     }
 }

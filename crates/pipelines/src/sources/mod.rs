@@ -1,0 +1,15 @@
+//! Running sources: their registry and statistics, the ingest loop that reads a source and
+//! has its batches committed, the flow control that keeps a source from running ahead of the
+//! dataflows reading it, and the rows of bad records.
+
+mod errors;
+mod flow_control;
+mod ingest;
+mod registry;
+
+pub use errors::{
+    bad_record_rows, fits_error_table, source_errors_desc, source_errors_schema,
+    ERROR_TABLE_OPTION, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
+};
+pub use ingest::{spawn_ingest, SourceCommitter, SourceWiring};
+pub use registry::{SourceRegistry, SourceStats};

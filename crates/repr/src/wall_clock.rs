@@ -1,0 +1,13 @@
+//! The wall clock, on the timeline.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::Timestamp;
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn wall_clock_ms() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as Timestamp)
+        .unwrap_or(0)
+}
