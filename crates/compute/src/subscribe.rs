@@ -171,25 +171,11 @@ impl SubscriptionUpdates {
         closed
             .into_iter()
             .filter_map(|(time, updates)| {
-                let updates = consolidate(updates);
+                let updates = repr::consolidate(updates);
                 (!updates.is_empty()).then_some(ClosedTime { time, updates })
             })
             .collect()
     }
-}
-
-/// Sums the diffs of equal rows and drops those that cancel.
-fn consolidate(mut updates: Vec<(Row, Diff)>) -> Vec<(Row, Diff)> {
-    updates.sort();
-    let mut out: Vec<(Row, Diff)> = Vec::with_capacity(updates.len());
-    for (row, diff) in updates {
-        match out.last_mut() {
-            Some((last, total)) if *last == row => *total += diff,
-            _ => out.push((row, diff)),
-        }
-    }
-    out.retain(|(_, diff)| *diff != 0);
-    out
 }
 
 #[cfg(test)]

@@ -34,42 +34,15 @@ impl Statement {
     /// The statement with every `$n` replaced by the n-th value (`None` is NULL) as a literal
     /// of its type.
     pub fn bind(&self, values: &[(Option<String>, DataType)]) -> Result<Statement, SqlError> {
-        let mut bound = self.clone();
-        let mut failure = None;
-        bound.visit_expressions(&mut |expr| {
-            let Expr::Value(ValueWithSpan {
-                value: Value::Placeholder(p),
-                ..
-            }) = &*expr
-            else {
-                return ControlFlow::Continue(());
-            };
-            let value = placeholder(expr).and_then(|n| values.get(n.wrapping_sub(1)));
-            let replaced = match value {
-                Some((value, data_type)) => literal(value.as_deref(), data_type),
-                None => Err(SqlError::InvalidStatement(format!(
-                    "there is no parameter {p}"
-                ))),
-            };
-            match replaced {
-                Ok(literal) => {
-                    *expr = literal;
-                    ControlFlow::Continue(())
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    ControlFlow::Break(())
-                }
-            }
-        });
-        match failure {
-            Some(e) => Err(e),
-            None => {
-                // Bound values are literals now: spell them as DataFusion reads them.
-                bound.visit_parts(&mut |part| part.normalize_literals());
-                Ok(bound)
-            }
-        }
+        let mut bound = self.replace_placeholders(|n, p| match values.get(n.wrapping_sub(1)) {
+            Some((value, data_type)) => literal(value.as_deref(), data_type).map(Some),
+            None => Err(SqlError::InvalidStatement(format!(
+                "there is no parameter {p}"
+            ))),
+        })?;
+        // Bound values are literals now: spell them as DataFusion reads them.
+        bound.visit_parts(&mut |part| part.normalize_literals());
+        Ok(bound)
     }
 
     /// The statement with each `$n` whose type the client declared (by position; `None`:
@@ -79,14 +52,23 @@ impl Statement {
         &self,
         declared: &[Option<DataType>],
     ) -> Result<Statement, SqlError> {
-        let mut typed = self.clone();
+        self.replace_placeholders(|n, p| match declared.get(n.wrapping_sub(1)) {
+            Some(Some(data_type)) => {
+                parse_expr(&format!("CAST({p} AS {})", sql_type_name(data_type))).map(Some)
+            }
+            _ => Ok(None),
+        })
+    }
+
+    /// The statement with each placeholder `$n` (spelled `p`) replaced by what `replace(n, p)`
+    /// returns (`None`: kept); the first error stops the walk and is returned.
+    fn replace_placeholders(
+        &self,
+        mut replace: impl FnMut(usize, &str) -> Result<Option<Expr>, SqlError>,
+    ) -> Result<Statement, SqlError> {
+        let mut replaced = self.clone();
         let mut failure = None;
-        typed.visit_expressions(&mut |expr| {
-            let Some(Some(data_type)) =
-                placeholder(expr).and_then(|n| declared.get(n.wrapping_sub(1)))
-            else {
-                return ControlFlow::Continue(());
-            };
+        replaced.visit_expressions(&mut |expr| {
             let Expr::Value(ValueWithSpan {
                 value: Value::Placeholder(p),
                 ..
@@ -94,21 +76,20 @@ impl Statement {
             else {
                 return ControlFlow::Continue(());
             };
-            let text = format!("CAST({p} AS {})", sql_type_name(data_type));
-            match parse_expr(&text) {
-                Ok(cast) => {
-                    *expr = cast;
-                    ControlFlow::Continue(())
-                }
+            let n = placeholder(expr).unwrap_or(0);
+            match replace(n, p) {
+                Ok(Some(new)) => *expr = new,
+                Ok(None) => {}
                 Err(e) => {
                     failure = Some(e);
-                    ControlFlow::Break(())
+                    return ControlFlow::Break(());
                 }
             }
+            ControlFlow::Continue(())
         });
         match failure {
             Some(e) => Err(e),
-            None => Ok(typed),
+            None => Ok(replaced),
         }
     }
 
