@@ -23,7 +23,7 @@ use std::time::Duration;
 use compute::SubscriptionUpdates;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use repr::{ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
+use repr::{wall_clock_ms, ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
 use storage::{CatalogOp, ChangeLog, ItemKind};
 use tokio::sync::{mpsc, watch};
 
@@ -34,8 +34,8 @@ use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::subscribe::{output_schema, DataflowGuard, OutputShape, Subscription, HANDOFF_BATCHES};
-use crate::timestamps::wall_clock_ms;
 use sql::{CreateSubscription, ObjectRef, Subscribe, SubscribeTarget};
+use system_catalog::SubscriptionStatus;
 
 /// The running durable subscriptions (or sinks' change logs: see [`crate::sinks`]).
 #[derive(Debug)]
@@ -122,17 +122,6 @@ impl DurableSubscriptions {
     ) -> std::sync::MutexGuard<'_, HashMap<GlobalId, Arc<SubscriptionLog>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// What `fluxion_catalog.subscriptions` shows of one subscription.
-pub(crate) struct SubscriptionStatus {
-    pub id: GlobalId,
-    pub upper: Timestamp,
-    pub earliest: Timestamp,
-    pub retention: Duration,
-    pub log_bytes: u64,
-    pub subscribers: usize,
-    pub failure: Option<String>,
 }
 
 impl Coordinator {

@@ -8,9 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use repr::Timestamp;
+use repr::{wall_clock_ms, Timestamp};
 
 /// How far ahead of handed-out times the persisted high-water mark runs (and so how far
 /// ahead of the wall clock times may start after a restart).
@@ -90,14 +89,6 @@ impl TimestampOracle {
     fn lock(&self) -> std::sync::MutexGuard<'_, OracleState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-pub(crate) fn wall_clock_ms() -> Timestamp {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as Timestamp)
-        .unwrap_or(0)
 }
 
 /// Times that running reads still need; arrangements must stay readable at the earliest.

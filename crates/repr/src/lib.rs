@@ -22,5 +22,13 @@ pub use row::{Row, RowCodec};
 /// A logical time on the one timeline all collections share (milliseconds of wall clock).
 pub type Timestamp = u64;
 
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn wall_clock_ms() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as Timestamp)
+        .unwrap_or(0)
+}
+
 /// A change in multiplicity: `+1` inserts a row, `-1` retracts it.
 pub type Diff = i64;

@@ -11,55 +11,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use connectors::BadRecord;
 use datafusion::arrow::array::{RecordBatch, StringArray, TimestampMicrosecondArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use repr::{GlobalId, RelationDesc};
-use sql::catalog::RelationTable;
+use datafusion::arrow::datatypes::SchemaRef;
+use system_catalog::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
 
-/// The id of `fluxion_catalog.source_errors`.
-pub(crate) const SOURCE_ERRORS: GlobalId = GlobalId::system(1);
-
-/// The name of the relation in `fluxion_catalog`.
-pub(crate) const SOURCE_ERRORS_NAME: &str = "source_errors";
-
 /// The option naming a user table that also receives a source's bad records.
 pub(crate) const ERROR_TABLE_OPTION: &str = "error_table";
-
-/// `source_errors (source, position, raw, error, received_at)`; an `error_table` has the
-/// same columns.
-pub(crate) fn source_errors_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("source", DataType::Utf8, false),
-        Field::new("position", DataType::Utf8, true),
-        Field::new("raw", DataType::Utf8, true),
-        Field::new("error", DataType::Utf8, false),
-        Field::new(
-            "received_at",
-            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
-            false,
-        ),
-    ]))
-}
-
-/// The relation as queries read it; its columns say they come from `oid`.
-pub(crate) fn source_errors_relation(oid: u32) -> RelationTable {
-    RelationTable::new(
-        SOURCE_ERRORS,
-        format!("fluxion_catalog.{SOURCE_ERRORS_NAME}"),
-        source_errors_desc(),
-    )
-    .with_origin(oid)
-}
-
-fn source_errors_desc() -> RelationDesc {
-    RelationDesc {
-        schema: source_errors_schema(),
-        primary_key: None,
-    }
-}
 
 /// The rows recording `errors` of source `source`, received now.
 pub(crate) fn bad_record_rows(
@@ -71,7 +31,7 @@ pub(crate) fn bad_record_rows(
         .map(|d| d.as_micros() as i64)
         .unwrap_or_default();
     RecordBatch::try_new(
-        source_errors_schema(),
+        source_errors_desc().schema,
         vec![
             Arc::new(StringArray::from_iter_values(errors.iter().map(|_| source))),
             Arc::new(StringArray::from_iter_values(
@@ -94,7 +54,7 @@ pub(crate) fn bad_record_rows(
 
 /// Whether a table's columns can hold bad records (those of `source_errors`, in order).
 pub(crate) fn fits_error_table(schema: &SchemaRef) -> bool {
-    let wanted = source_errors_schema();
+    let wanted = source_errors_desc().schema;
     schema.fields().len() == wanted.fields().len()
         && schema
             .fields()

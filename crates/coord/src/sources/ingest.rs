@@ -16,9 +16,10 @@ use connectors::{Change, ConnectorError, DurablePosition, SourceBatch, SourceRea
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use repr::{Diff, GlobalId, Row, Timestamp};
+use system_catalog::SOURCE_ERRORS;
 use tokio::sync::mpsc;
 
-use super::errors::{bad_record_rows, SOURCE_ERRORS};
+use super::errors::bad_record_rows;
 use super::flow_control::CommitWindow;
 use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
 use crate::coordinator::Coordinator;

@@ -33,10 +33,7 @@ use repr::{GlobalId, RelationDesc};
 use sql::{CreateSource, Drop};
 use storage::ItemKind;
 
-pub(crate) use errors::{
-    source_errors_relation, source_errors_schema, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
-};
-pub(crate) use registry::{SourceRegistry, SourceStats};
+pub(crate) use registry::SourceRegistry;
 pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;
