@@ -13,8 +13,11 @@ use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::session::DEFAULT_SCHEMA;
 use storage::ItemKind;
 
-use crate::system_catalog::{SystemSchema, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 use sql::ObjectRef;
+use system_catalog::SystemSchemas;
+
+use crate::catalog_input::SharedCatalog;
+use crate::system_status::RunningSystem;
 
 /// A planned catalog item.
 #[derive(Debug, Clone)]
@@ -219,7 +222,7 @@ impl Catalog {
 
 /// The relation `id` as DataFusion sees it (its columns say they come from it).
 pub(crate) fn arranged_relation(id: GlobalId, name: &str, desc: RelationDesc) -> RelationTable {
-    RelationTable::new(id, name.to_string(), desc).with_origin(crate::oids::item_oid(id))
+    RelationTable::new(id, name.to_string(), desc).with_origin(system_catalog::item_oid(id))
 }
 
 /// A relation description with the primary key's lookup, as tables are arranged by key.
@@ -239,29 +242,14 @@ pub(crate) fn relation_table(id: GlobalId, name: &str, desc: RelationDesc) -> Re
 #[derive(Debug)]
 pub(crate) struct CatalogProviderImpl {
     catalog: Arc<RwLock<Catalog>>,
-    system: Arc<SystemSchema>,
-    pg_catalog: Arc<dyn SchemaProvider>,
-    information_schema: Arc<dyn SchemaProvider>,
+    system: SystemSchemas,
 }
 
 impl CatalogProviderImpl {
-    pub fn new(
-        catalog: Arc<RwLock<Catalog>>,
-        compute: Arc<compute::ComputeController>,
-        sources: Arc<pipelines::SourceRegistry>,
-        subscriptions: Arc<pipelines::DurableSubscriptions>,
-        sinks: Arc<pipelines::Sinks>,
-    ) -> Self {
+    /// The user schemas of `catalog`, and the system schemas describing it and `running`.
+    pub fn new(catalog: Arc<RwLock<Catalog>>, running: RunningSystem) -> Self {
         Self {
-            pg_catalog: crate::system_catalog::pg_catalog_schema(catalog.clone()),
-            information_schema: crate::system_catalog::information_schema(catalog.clone()),
-            system: Arc::new(SystemSchema::new(
-                catalog.clone(),
-                compute,
-                sources,
-                subscriptions,
-                sinks,
-            )),
+            system: SystemSchemas::new(Arc::new(SharedCatalog(catalog.clone())), Arc::new(running)),
             catalog,
         }
     }
@@ -270,25 +258,21 @@ impl CatalogProviderImpl {
 impl CatalogProvider for CatalogProviderImpl {
     fn schema_names(&self) -> Vec<String> {
         let mut names = read(&self.catalog).user_schemas();
-        names.extend(
-            [SYSTEM_SCHEMA, PG_CATALOG, INFORMATION_SCHEMA]
-                .iter()
-                .map(|s| s.to_string()),
-        );
+        names.extend(self.system.names().map(str::to_string));
         names
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
-        match name {
-            SYSTEM_SCHEMA => Some(self.system.clone() as Arc<dyn SchemaProvider>),
-            PG_CATALOG => Some(self.pg_catalog.clone()),
-            INFORMATION_SCHEMA => Some(self.information_schema.clone()),
-            user if read(&self.catalog).has_schema(user) => Some(Arc::new(UserSchema {
-                catalog: self.catalog.clone(),
-                schema: user.to_string(),
-            })),
-            _ => None,
+        if let Some(system) = self.system.get(name) {
+            return Some(system);
         }
+        if !read(&self.catalog).has_schema(name) {
+            return None;
+        }
+        Some(Arc::new(UserSchema {
+            catalog: self.catalog.clone(),
+            schema: name.to_string(),
+        }))
     }
 }
 

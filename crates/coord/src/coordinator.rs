@@ -14,6 +14,7 @@ use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
+use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
 
@@ -84,10 +85,12 @@ impl Coordinator {
         let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
-            compute.clone(),
-            sources.clone(),
-            subscriptions.clone(),
-            sinks.clone(),
+            RunningSystem {
+                compute: compute.clone(),
+                sources: sources.clone(),
+                subscriptions: subscriptions.clone(),
+                sinks: sinks.clone(),
+            },
         )));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);

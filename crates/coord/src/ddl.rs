@@ -258,7 +258,7 @@ impl Coordinator {
         let _sequencer = self.sequencer.lock().await;
         let taken = {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-            catalog.has_schema(&name) || crate::system_catalog::is_system_schema(&name)
+            catalog.has_schema(&name) || system_catalog::is_system_schema(&name)
         };
         if taken {
             if if_not_exists {

@@ -12,6 +12,7 @@
 //! are [`CoordError`]s that the server maps to SQLSTATEs.
 
 mod catalog;
+mod catalog_input;
 mod checkpoint;
 mod comments;
 mod commit;
@@ -24,8 +25,6 @@ mod describe;
 mod durable_subscriptions;
 mod error;
 mod name_resolution;
-mod oids;
-mod pg_functions;
 mod query_context;
 mod read;
 mod recovery;
@@ -36,7 +35,7 @@ mod sinks;
 mod sources;
 mod streams;
 mod subscribe;
-mod system_catalog;
+mod system_status;
 mod table_rows;
 mod timestamps;
 mod transactions;
@@ -57,9 +56,3 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
 
 pub use pipelines::Subscription;
 pub use sql::{parse, CopyFormat, CopyOptions, SqlError, Statement, TransactionEffect};
-
-/// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).
-pub const SERVER_VERSION: &str = "15.8";
-
-/// [`SERVER_VERSION`] as `server_version_num`.
-pub const SERVER_VERSION_NUM: &str = "150008";

@@ -2,12 +2,12 @@
 //! and the schema a new item is created in.
 
 use sql::ObjectRef;
+use system_catalog::is_system_schema;
 
 use crate::catalog::{read, Item};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::session::Session;
-use crate::system_catalog;
 
 impl Coordinator {
     /// The relation, view or index `name` refers to for this session.
@@ -18,7 +18,7 @@ impl Coordinator {
     ) -> Result<Item, CoordError> {
         let catalog = read(&self.catalog);
         if let Some(schema) = &name.schema {
-            if !catalog.has_schema(schema) && !system_catalog::is_system_schema(schema) {
+            if !catalog.has_schema(schema) && !is_system_schema(schema) {
                 return Err(CoordError::unknown("schema", schema.clone()));
             }
         }
@@ -37,7 +37,7 @@ impl Coordinator {
     ) -> Result<ObjectRef, CoordError> {
         let catalog = read(&self.catalog);
         let schema = match name.schema.clone() {
-            Some(schema) if system_catalog::is_system_schema(&schema) => {
+            Some(schema) if is_system_schema(&schema) => {
                 return Err(CoordError::invalid(format!(
                     "permission denied to create \"{schema}.{}\": system schemas are read-only",
                     name.name

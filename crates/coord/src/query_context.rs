@@ -3,28 +3,25 @@
 //! Each query reads every relation at one held time (through an [`ArrangementReader`]), sees
 //! its session (search path, settings, user: [`SessionInfo`]) in catalog relations and
 //! functions, resolves unqualified names in the first schema of the search path, and may use
-//! the PostgreSQL functions of [`crate::pg_functions`] and correlated subqueries DataFusion
+//! the PostgreSQL functions of the `system-catalog` crate and correlated subqueries DataFusion
 //! cannot decorrelate (evaluated per outer row).
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{Int64Type, SchemaRef};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::execution::FunctionRegistry;
 use sql::catalog::SnapshotContext;
 use sql::correlated_subqueries::with_correlated_subqueries;
+use system_catalog::{CatalogReader, SessionInfo};
 
-use crate::catalog::{read, Catalog};
+use crate::catalog::read;
+use crate::catalog_input::SharedCatalog;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use sql::RegKind;
-
-use crate::pg_functions::{self, FunctionEnv, KeywordsFunction};
 use crate::read::ArrangementReader;
 use crate::session::{PendingWrites, Session};
-use crate::system_catalog::{CatalogSnapshot, SessionInfo};
 use crate::timestamps::ReadHold;
 
 /// A time held for the duration of one query, and the session to plan it in.
@@ -32,6 +29,8 @@ pub(crate) struct QueryContext {
     pub state: SessionState,
     pub hold: ReadHold,
     session: Arc<SessionInfo>,
+    /// The catalog as the query's catalog functions read it.
+    catalog: Arc<dyn CatalogReader>,
 }
 
 impl QueryContext {
@@ -77,19 +76,15 @@ impl Coordinator {
         let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)
             .build();
-        register_functions(
-            &mut state,
-            &FunctionEnv {
-                catalog: self.catalog.clone(),
-                session: info.clone(),
-            },
-        );
+        let catalog: Arc<dyn CatalogReader> = Arc::new(SharedCatalog(self.catalog.clone()));
+        system_catalog::register_functions(&mut state, catalog.clone(), info.clone());
         let mut state = with_correlated_subqueries(state);
         state.mark_start_execution();
         QueryContext {
             state,
             hold,
             session: info,
+            catalog,
         }
     }
 }
@@ -103,18 +98,6 @@ fn session_info(session: &Session) -> SessionInfo {
         backend_pid: session.backend_pid(),
         changed_settings: Arc::new(Mutex::new(Vec::new())),
     }
-}
-
-fn register_functions(state: &mut SessionState, env: &FunctionEnv) {
-    for function in pg_functions::scalar_functions(env) {
-        // Registering replaces DataFusion's function of the same name (`version`).
-        let _ = state.register_udf(Arc::new(function));
-    }
-    state.register_udtf("pg_get_keywords", Arc::new(KeywordsFunction));
-    state.register_udtf(
-        "pg_options_to_table",
-        Arc::new(pg_functions::OptionsToTableFunction),
-    );
 }
 
 impl QueryContext {
@@ -136,49 +119,10 @@ impl QueryContext {
     /// its objects, as Postgres prints such values.
     pub fn display_reg_types(
         &self,
-        catalog: &RwLock<Catalog>,
         schema: &SchemaRef,
         batches: Vec<RecordBatch>,
     ) -> Result<Vec<RecordBatch>, CoordError> {
-        let reg_columns: Vec<(usize, RegKind)> = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| sql::reg_kind_of(f).map(|k| (i, k)))
-            .collect();
-        if reg_columns.is_empty() {
-            return Ok(batches);
-        }
-        let catalog = read(catalog);
-        let snapshot = CatalogSnapshot::of(&catalog);
-        let displayed = sql::displayed_schema(schema);
-        batches
-            .into_iter()
-            .map(|batch| {
-                let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-                for (index, kind) in &reg_columns {
-                    let oids = batch.column(*index);
-                    let Some(oids) = oids.as_primitive_opt::<Int64Type>() else {
-                        continue;
-                    };
-                    let names: StringArray = (0..oids.len())
-                        .map(|row| {
-                            oids.is_valid(row).then(|| {
-                                pg_functions::reg_type_display_name(
-                                    *kind,
-                                    oids.value(row) as u32,
-                                    &snapshot,
-                                    &self.session,
-                                    &catalog,
-                                )
-                            })
-                        })
-                        .collect();
-                    columns[*index] = Arc::new(names);
-                }
-                RecordBatch::try_new(displayed.clone(), columns)
-                    .map_err(|e| CoordError::Internal(e.to_string()))
-            })
-            .collect()
+        system_catalog::display_reg_types(self.catalog.as_ref(), &self.session, schema, batches)
+            .map_err(|e| CoordError::Internal(e.to_string()))
     }
 }

@@ -174,7 +174,7 @@ impl Coordinator {
         let context = self.query_context(session, &overlay);
         let plan = query.plan(&context.plan_context()).await?;
         let (schema, batches) = execute_plan(&context.state, plan).await?;
-        let batches = context.display_reg_types(&self.catalog, &schema, batches)?;
+        let batches = context.display_reg_types(&schema, batches)?;
         context.apply_changed_settings(session);
         drop(context.hold);
         Ok((sql::displayed_schema(&schema), batches))

@@ -25,6 +25,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use repr::{consolidate, wall_clock_ms, ChangeBatch, Diff, GlobalId, Row, RowCodec, Timestamp};
 use storage::ChangeLog;
+use system_catalog::SubscriptionStatus;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::PipelineError;
@@ -116,24 +117,6 @@ impl DurableSubscriptions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<GlobalId, Arc<SubscriptionLog>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// What `fluxion_catalog.subscriptions` shows of one subscription.
-pub struct SubscriptionStatus {
-    /// The subscription.
-    pub id: GlobalId,
-    /// Every change before this time is in the log.
-    pub upper: Timestamp,
-    /// The earliest start the log serves exactly.
-    pub earliest: Timestamp,
-    /// How long history is kept.
-    pub retention: Duration,
-    /// The log's size.
-    pub log_bytes: u64,
-    /// The subscribers following the log.
-    pub subscribers: usize,
-    /// Why the logger stopped, if it did.
-    pub failure: Option<String>,
 }
 
 /// A subscription's log, opened and added up, whose logger has not started yet.

@@ -14,15 +14,12 @@ mod sources;
 mod streams;
 mod subscription;
 
-pub use durable_subscriptions::{
-    DurableSubscriptions, OpenedLog, SubscriptionLog, SubscriptionStatus,
-};
+pub use durable_subscriptions::{DurableSubscriptions, OpenedLog, SubscriptionLog};
 pub use error::PipelineError;
-pub use sinks::{lag_ms, SinkState, SinkStats, Sinks};
+pub use sinks::Sinks;
 pub use sources::{
-    bad_record_rows, fits_error_table, source_errors_desc, source_errors_schema, spawn_ingest,
-    SourceCommitter, SourceRegistry, SourceStats, SourceWiring, ERROR_TABLE_OPTION, SOURCE_ERRORS,
-    SOURCE_ERRORS_NAME,
+    bad_record_rows, fits_error_table, spawn_ingest, SourceCommitter, SourceRegistry, SourceStats,
+    SourceWiring, ERROR_TABLE_OPTION,
 };
 pub use streams::{StreamScan, Streams};
 pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use connectors::{SinkConnection, SinkSpec, SourceOptions};
-use repr::{wall_clock_ms, ChangeBatch, GlobalId, Timestamp};
+use repr::{ChangeBatch, GlobalId, Timestamp};
+use system_catalog::SinkStatus;
 use tokio::sync::watch;
 
 use crate::durable_subscriptions::{DurableSubscriptions, SubscriptionLog};
@@ -114,14 +115,10 @@ impl Sinks {
         self.logs.remove(id);
     }
 
-    /// Each sink's state, for `fluxion_catalog.sink_stats`.
-    pub fn snapshot(&self) -> Vec<(Arc<SinkState>, SinkStats)> {
-        let mut sinks: Vec<_> = self
-            .lock()
-            .values()
-            .map(|state| (state.clone(), state.stats()))
-            .collect();
-        sinks.sort_by_key(|(state, _)| state.id);
+    /// Each sink's delivery, for `fluxion_catalog.sink_stats`.
+    pub fn snapshot(&self) -> Vec<SinkStatus> {
+        let mut sinks: Vec<_> = self.lock().values().map(|state| state.status()).collect();
+        sinks.sort_by_key(|status| status.id);
         sinks
     }
 
@@ -132,15 +129,21 @@ impl Sinks {
 
 impl SinkState {
     /// What the sink has delivered, and why it is stuck, if it is.
-    pub fn stats(&self) -> SinkStats {
-        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if stats.failure.is_none() {
-            stats.failure = self
-                .log
+    fn status(&self) -> SinkStatus {
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let failure = stats.failure.or_else(|| {
+            self.log
                 .failure()
-                .map(|reason| format!("the sink's change log stopped: {reason}"));
+                .map(|reason| format!("the sink's change log stopped: {reason}"))
+        });
+        SinkStatus {
+            id: self.id,
+            connector: self.connector.clone(),
+            rows_delivered: stats.rows_delivered,
+            last_timestamp: stats.last_timestamp,
+            oldest_pending: stats.oldest_pending,
+            failure,
         }
-        stats
     }
 
     fn update(&self, change: impl FnOnce(&mut SinkStats)) {
@@ -261,11 +264,4 @@ impl Delivery {
         *rows = 0;
         Ok(())
     }
-}
-
-/// How far a sink's target trails what happened (0 when it holds every change).
-pub fn lag_ms(stats: &SinkStats) -> u64 {
-    stats
-        .oldest_pending
-        .map_or(0, |oldest| wall_clock_ms().saturating_sub(oldest))
 }

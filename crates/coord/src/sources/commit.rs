@@ -9,9 +9,10 @@ use std::sync::Arc;
 use connectors::{Change, SourceBatch};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
-use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring, SOURCE_ERRORS};
+use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring};
 use repr::{Diff, GlobalId, Row, Timestamp};
 use storage::ItemKind;
+use system_catalog::SOURCE_ERRORS;
 
 use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
 use crate::coordinator::Coordinator;

@@ -1,24 +1,13 @@
-//! The system relation `fluxion_catalog.source_errors` (its columns and the rows of bad
-//! records are `pipelines`'), as queries read it and compute holds it.
+//! The system relation `fluxion_catalog.source_errors` (its columns are `system_catalog`'s,
+//! the rows of bad records `pipelines`'), as compute holds it.
 
 use std::sync::Arc;
 
-use pipelines::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
-use sql::catalog::RelationTable;
+use system_catalog::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
-
-/// The relation as queries read it; its columns say they come from `oid`.
-pub(crate) fn source_errors_relation(oid: u32) -> RelationTable {
-    RelationTable::new(
-        SOURCE_ERRORS,
-        format!("fluxion_catalog.{SOURCE_ERRORS_NAME}"),
-        source_errors_desc(),
-    )
-    .with_origin(oid)
-}
 
 impl Coordinator {
     /// Makes `fluxion_catalog.source_errors` readable and writable; at startup, before the

@@ -32,7 +32,6 @@ use repr::{GlobalId, RelationDesc};
 use sql::{CreateSource, Drop};
 use storage::ItemKind;
 
-pub(crate) use errors::source_errors_relation;
 pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;

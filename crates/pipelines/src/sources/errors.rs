@@ -11,43 +11,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use connectors::BadRecord;
 use datafusion::arrow::array::{RecordBatch, StringArray, TimestampMicrosecondArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use repr::{GlobalId, RelationDesc};
+use datafusion::arrow::datatypes::SchemaRef;
+use system_catalog::source_errors_desc;
 
 use crate::error::PipelineError;
 
-/// The id of `fluxion_catalog.source_errors`.
-pub const SOURCE_ERRORS: GlobalId = GlobalId::system(1);
-
-/// The name of the relation in `fluxion_catalog`.
-pub const SOURCE_ERRORS_NAME: &str = "source_errors";
-
 /// The option naming a user table that also receives a source's bad records.
 pub const ERROR_TABLE_OPTION: &str = "error_table";
-
-/// `source_errors (source, position, raw, error, received_at)`; an `error_table` has the
-/// same columns.
-pub fn source_errors_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("source", DataType::Utf8, false),
-        Field::new("position", DataType::Utf8, true),
-        Field::new("raw", DataType::Utf8, true),
-        Field::new("error", DataType::Utf8, false),
-        Field::new(
-            "received_at",
-            DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
-            false,
-        ),
-    ]))
-}
-
-/// The relation's columns, without a key.
-pub fn source_errors_desc() -> RelationDesc {
-    RelationDesc {
-        schema: source_errors_schema(),
-        primary_key: None,
-    }
-}
 
 /// The rows recording `errors` of source `source`, received now.
 pub fn bad_record_rows(source: &str, errors: &[BadRecord]) -> Result<RecordBatch, PipelineError> {
@@ -56,7 +26,7 @@ pub fn bad_record_rows(source: &str, errors: &[BadRecord]) -> Result<RecordBatch
         .map(|d| d.as_micros() as i64)
         .unwrap_or_default();
     RecordBatch::try_new(
-        source_errors_schema(),
+        source_errors_desc().schema,
         vec![
             Arc::new(StringArray::from_iter_values(errors.iter().map(|_| source))),
             Arc::new(StringArray::from_iter_values(
@@ -79,7 +49,7 @@ pub fn bad_record_rows(source: &str, errors: &[BadRecord]) -> Result<RecordBatch
 
 /// Whether a table's columns can hold bad records (those of `source_errors`, in order).
 pub fn fits_error_table(schema: &SchemaRef) -> bool {
-    let wanted = source_errors_schema();
+    let wanted = source_errors_desc().schema;
     schema.fields().len() == wanted.fields().len()
         && schema
             .fields()

@@ -7,9 +7,6 @@ mod flow_control;
 mod ingest;
 mod registry;
 
-pub use errors::{
-    bad_record_rows, fits_error_table, source_errors_desc, source_errors_schema,
-    ERROR_TABLE_OPTION, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
-};
+pub use errors::{bad_record_rows, fits_error_table, ERROR_TABLE_OPTION};
 pub use ingest::{spawn_ingest, SourceCommitter, SourceWiring};
 pub use registry::{SourceRegistry, SourceStats};

@@ -7,13 +7,14 @@ use std::time::{Instant, SystemTime};
 
 use connectors::Webhook;
 use repr::GlobalId;
+use system_catalog::SourceStatus;
 
 use super::ingest::SourceWiring;
 
 /// How often the rows/s figure is refreshed.
 const RATE_WINDOW_SECS: f64 = 5.0;
 
-/// What `fluxion_catalog.source_stats` shows of one source.
+/// A source's counters (`fluxion_catalog.source_stats` shows them).
 #[derive(Debug, Clone)]
 pub struct SourceStats {
     /// The connector (`counter`, `nexmark`, …).
@@ -84,6 +85,24 @@ impl SourceStats {
             self.rows_per_second = self.window_rows as f64 / elapsed;
             self.window_rows = 0;
             self.window_started = Instant::now();
+        }
+    }
+
+    /// What `fluxion_catalog` shows of source `id`.
+    fn status(&self, id: GlobalId) -> SourceStatus {
+        SourceStatus {
+            id,
+            connector: self.connector.clone(),
+            status: self.status,
+            rows: self.rows,
+            bytes: self.bytes,
+            errors: self.errors,
+            batches: self.batches,
+            position: self.position.clone(),
+            rows_per_second: self.rows_per_second,
+            lag: self.lag,
+            last_error: self.last_error.clone(),
+            last_batch_at: self.last_batch_at,
         }
     }
 }
@@ -198,11 +217,11 @@ impl SourceRegistry {
         }
     }
 
-    /// Every source's statistics.
-    pub fn snapshot(&self) -> Vec<(GlobalId, SourceStats)> {
+    /// Every source's statistics, for `fluxion_catalog.sources` and `source_stats`.
+    pub fn snapshot(&self) -> Vec<SourceStatus> {
         self.lock()
             .iter()
-            .map(|(id, e)| (*id, e.stats.clone()))
+            .map(|(id, e)| e.stats.status(*id))
             .collect()
     }
 

@@ -23,7 +23,7 @@ pub(crate) struct RelationDef {
 }
 
 /// The generated column list.
-const COLUMNS_TSV: &str = include_str!("../../catalog-data/pg15_columns.tsv");
+const COLUMNS_TSV: &str = include_str!("../catalog-data/pg15_columns.tsv");
 
 /// Every relation, in the file's order (by schema, then name).
 pub(crate) fn relations() -> &'static [RelationDef] {

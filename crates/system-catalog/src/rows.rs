@@ -13,8 +13,8 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion::error::{DataFusionError, Result};
 
-use super::column_types::relation_schema;
-use super::pg15_relations::RelationDef;
+use crate::column_types::relation_schema;
+use crate::pg15_relations::RelationDef;
 
 /// One value of a catalog row.
 #[derive(Clone, Debug, PartialEq)]
@@ -152,7 +152,7 @@ fn zero_value(type_oid: u32) -> Value {
         20 | 21 | 23 | 24 | 26 | 28 | 29 | 2205 | 2206 | 4089 | 5069 => Value::Int(0),
         700 | 701 => Value::Float(0.0),
         22 | 30 => Value::List(Vec::new()),
-        oid if super::column_types::is_array_type(oid) => Value::List(Vec::new()),
+        oid if crate::column_types::is_array_type(oid) => Value::List(Vec::new()),
         _ => Value::Text(String::new()),
     }
 }

@@ -31,7 +31,7 @@ pub(crate) const ROLE_OID: u32 = 10;
 const FIRST_USER_OID: u32 = 16_384;
 
 /// The OID of a catalog item (table, view, materialized view, index, source, sink).
-pub(crate) fn item_oid(id: GlobalId) -> u32 {
+pub fn item_oid(id: GlobalId) -> u32 {
     FIRST_USER_OID + 4 * id.0 as u32
 }
 

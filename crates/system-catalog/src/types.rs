@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::builtin_rows::builtin_rows;
-use super::column_types::known_relation;
-use super::rows::Value;
+use crate::builtin_rows::builtin_rows;
+use crate::column_types::known_relation;
+use crate::rows::Value;
 
 /// The columns of a built-in type that other catalogs need.
 #[derive(Clone, Debug, PartialEq)]

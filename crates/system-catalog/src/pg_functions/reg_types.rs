@@ -5,11 +5,13 @@
 //! path) and is the relation's oid, so it compares with oid columns; `to_regclass('orders')`
 //! is the same but NULL when nothing has that name. A value of these types keeps its type in
 //! its field's metadata, and a query's result shows it as the name (see
-//! [`reg_type_display_name`]); `x::regclass::text` is the name too.
+//! [`display_reg_types`]); `x::regclass::text` is the name too.
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, SchemaRef};
+use datafusion::arrow::error::ArrowError;
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{
@@ -21,8 +23,13 @@ use repr::pg_type::PG_TYPE_OID_KEY;
 use super::{any_arity, invalid_argument, oid_arg, row_function, text, text_arg, FunctionEnv};
 use sql::RegKind;
 
-use crate::catalog::read;
-use crate::system_catalog::{format_type, type_oid_by_name, CatalogSnapshot, SessionInfo};
+use crate::builtin_functions::{builtin_function_name, builtin_function_named};
+use crate::catalog_input::{CatalogInput, CatalogReader};
+use crate::oids::ROLE_OID;
+use crate::pg_catalog::OWNER;
+use crate::session::SessionInfo;
+use crate::snapshot::CatalogSnapshot;
+use crate::types::{format_type, type_info, type_oid_by_name};
 
 pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
     let kinds = [
@@ -53,9 +60,10 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             any_arity(&[1], Volatility::Stable),
             DataType::Utf8,
             move |args| {
-                let snapshot = env.snapshot();
+                let catalog = env.catalog.catalog();
+                let snapshot = CatalogSnapshot::of(&catalog);
                 Ok(text(oid_arg(&args[0]).map(|oid| {
-                    reg_type_display_name(kind, oid, &snapshot, &env.session, &read(&env.catalog))
+                    reg_type_display_name(kind, oid, &catalog, &snapshot, &env.session)
                 })))
             },
         ));
@@ -120,11 +128,14 @@ impl ScalarUDFImpl for RegLookup {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
         let input = args.args[0].to_array(rows.max(1))?;
-        let snapshot = self.env.snapshot();
+        let catalog = self.env.catalog.catalog();
+        let snapshot = CatalogSnapshot::of(&catalog);
         let mut out = Vec::with_capacity(rows);
         for row in 0..input.len() {
             let value = ScalarValue::try_from_array(&input, row)?;
-            out.push(ScalarValue::Int64(self.lookup(&value, &snapshot)?));
+            out.push(ScalarValue::Int64(
+                self.lookup(&value, &catalog, &snapshot)?,
+            ));
         }
         if matches!(args.args[0], ColumnarValue::Scalar(_)) {
             return Ok(ColumnarValue::Scalar(
@@ -136,7 +147,12 @@ impl ScalarUDFImpl for RegLookup {
 }
 
 impl RegLookup {
-    fn lookup(&self, value: &ScalarValue, snapshot: &CatalogSnapshot) -> Result<Option<i64>> {
+    fn lookup(
+        &self,
+        value: &ScalarValue,
+        catalog: &CatalogInput,
+        snapshot: &CatalogSnapshot,
+    ) -> Result<Option<i64>> {
         if value.is_null() {
             return Ok(None);
         }
@@ -151,8 +167,7 @@ impl RegLookup {
         if let Ok(oid) = name.trim().parse::<u32>() {
             return Ok(Some(i64::from(oid)));
         }
-        let catalog = read(&self.env.catalog);
-        match find_by_name(self.kind, &name, snapshot, &self.env.session, &catalog) {
+        match find_by_name(self.kind, &name, catalog, snapshot, &self.env.session) {
             Some(oid) => Ok(Some(i64::from(oid))),
             None if self.strict => Err(invalid_argument(format!(
                 "{} \"{name}\" does not exist",
@@ -189,9 +204,9 @@ fn name_parts(name: &str) -> Vec<String> {
 fn find_by_name(
     kind: RegKind,
     name: &str,
+    catalog: &CatalogInput,
     snapshot: &CatalogSnapshot,
     session: &SessionInfo,
-    catalog: &crate::catalog::Catalog,
 ) -> Option<u32> {
     let parts = name_parts(name);
     let (schema, object) = match parts.as_slice() {
@@ -216,20 +231,69 @@ fn find_by_name(
                     .map(|r| r.row_type_oid)
             })
         }),
-        RegKind::Proc => crate::system_catalog::builtin_function_named(&object),
+        RegKind::Proc => builtin_function_named(&object),
         RegKind::Namespace => snapshot.namespace(&object).map(|n| n.oid),
-        RegKind::Role => (object == crate::system_catalog::OWNER).then_some(crate::oids::ROLE_OID),
+        RegKind::Role => (object == OWNER).then_some(ROLE_OID),
     }
+}
+
+/// `batches` with every column of a reg type (`regclass`, `regtype`, …) as the names of
+/// its objects, as Postgres prints such values.
+pub fn display_reg_types(
+    catalog: &dyn CatalogReader,
+    session: &SessionInfo,
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>, ArrowError> {
+    let reg_columns: Vec<(usize, RegKind)> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| sql::reg_kind_of(f).map(|k| (i, k)))
+        .collect();
+    if reg_columns.is_empty() {
+        return Ok(batches);
+    }
+    let catalog = catalog.catalog();
+    let snapshot = CatalogSnapshot::of(&catalog);
+    let displayed = sql::displayed_schema(schema);
+    batches
+        .into_iter()
+        .map(|batch| {
+            let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+            for (index, kind) in &reg_columns {
+                let oids = batch.column(*index);
+                let Some(oids) = oids.as_primitive_opt::<Int64Type>() else {
+                    continue;
+                };
+                let names: StringArray = (0..oids.len())
+                    .map(|row| {
+                        oids.is_valid(row).then(|| {
+                            reg_type_display_name(
+                                *kind,
+                                oids.value(row) as u32,
+                                &catalog,
+                                &snapshot,
+                                session,
+                            )
+                        })
+                    })
+                    .collect();
+                columns[*index] = Arc::new(names);
+            }
+            RecordBatch::try_new(displayed.clone(), columns)
+        })
+        .collect()
 }
 
 /// How a value of a reg type prints: the object's name (qualified when an unqualified name
 /// would not find it), or the oid when no object has it.
-pub(crate) fn reg_type_display_name(
+fn reg_type_display_name(
     kind: RegKind,
     oid: u32,
+    catalog: &CatalogInput,
     snapshot: &CatalogSnapshot,
     session: &SessionInfo,
-    catalog: &crate::catalog::Catalog,
 ) -> String {
     let name = match kind {
         RegKind::Class => snapshot
@@ -255,24 +319,20 @@ pub(crate) fn reg_type_display_name(
                     format!("{}.{quoted}", sql::quote_ident(&namespace))
                 }
             }),
-        RegKind::Type => crate::system_catalog::type_info(oid)
-            .map(|_| format_type(oid, -1))
-            .or_else(|| {
-                snapshot
-                    .relations
-                    .iter()
-                    .find(|r| r.row_type_oid == oid)
-                    .map(|r| r.name.clone())
-            }),
-        RegKind::Proc => crate::system_catalog::builtin_function_name(oid),
+        RegKind::Type => type_info(oid).map(|_| format_type(oid, -1)).or_else(|| {
+            snapshot
+                .relations
+                .iter()
+                .find(|r| r.row_type_oid == oid)
+                .map(|r| r.name.clone())
+        }),
+        RegKind::Proc => builtin_function_name(oid),
         RegKind::Namespace => snapshot
             .namespaces
             .iter()
             .find(|n| n.oid == oid)
             .map(|n| n.name.clone()),
-        RegKind::Role => {
-            (oid == crate::oids::ROLE_OID).then(|| crate::system_catalog::OWNER.to_string())
-        }
+        RegKind::Role => (oid == ROLE_OID).then(|| OWNER.to_string()),
     };
     name.unwrap_or_else(|| oid.to_string())
 }

@@ -11,13 +11,12 @@ use std::collections::BTreeMap;
 use datafusion::arrow::datatypes::SchemaRef;
 use repr::pg_type::{format_type, pg_type_of_field, type_modifier};
 use repr::GlobalId;
-use storage::ItemKind;
 
-use crate::catalog::{Catalog, Item, ItemDetails};
+use crate::catalog_input::{CatalogInput, CatalogItem, ItemDetails, ItemKind};
+use crate::fluxion_catalog;
 use crate::oids;
-
-use super::pg15_relations::relations;
-use super::{fluxion_catalog_relations, INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
+use crate::pg15_relations::relations;
+use crate::{INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 
 /// A schema.
 #[derive(Clone, Debug)]
@@ -114,15 +113,15 @@ pub(crate) const PG_NAMESPACE_OID: u32 = 2615;
 
 impl CatalogSnapshot {
     /// Takes the snapshot of `catalog`.
-    pub fn of(catalog: &Catalog) -> Self {
+    pub fn of(catalog: &CatalogInput) -> Self {
         let mut snapshot = CatalogSnapshot::default();
         snapshot.add_namespaces(catalog);
         snapshot.add_system_relations();
-        for item in catalog.items() {
-            snapshot.add_item(catalog, item);
+        for (id, item) in &catalog.items {
+            snapshot.add_item(*id, item);
         }
         for ((id, column), text) in &catalog.comments {
-            let Some(item) = catalog.get(*id) else {
+            let Some(item) = catalog.items.get(id) else {
                 continue;
             };
             let class_oid = if item.kind == ItemKind::Schema {
@@ -178,7 +177,7 @@ impl CatalogSnapshot {
             .map(|c| c.text.as_str())
     }
 
-    fn add_namespaces(&mut self, catalog: &Catalog) {
+    fn add_namespaces(&mut self, catalog: &CatalogInput) {
         let builtin = [
             (oids::PG_CATALOG_NAMESPACE, PG_CATALOG),
             (oids::PG_TOAST_NAMESPACE, "pg_toast"),
@@ -192,13 +191,11 @@ impl CatalogSnapshot {
                 name: name.to_string(),
             });
         }
-        for name in catalog.user_schemas() {
-            if let Some(item) = catalog.schema_item(&name) {
-                self.namespaces.push(Namespace {
-                    oid: oids::item_oid(item.id),
-                    name,
-                });
-            }
+        for (name, id) in &catalog.schemas {
+            self.namespaces.push(Namespace {
+                oid: oids::item_oid(*id),
+                name: name.clone(),
+            });
         }
     }
 
@@ -236,9 +233,9 @@ impl CatalogSnapshot {
                 item: None,
             });
         }
-        for (name, schema) in fluxion_catalog_relations() {
+        for (name, schema) in fluxion_catalog::relations() {
             self.relations.push(Relation {
-                oid: super::fluxion_catalog::relation_oid(name),
+                oid: fluxion_catalog::relation_oid(name),
                 name: name.to_string(),
                 namespace: SYSTEM_SCHEMA.to_string(),
                 namespace_oid: oids::FLUXION_CATALOG_NAMESPACE,
@@ -251,37 +248,39 @@ impl CatalogSnapshot {
         }
     }
 
-    fn add_item(&mut self, catalog: &Catalog, item: &Item) {
+    fn add_item(&mut self, id: GlobalId, item: &CatalogItem) {
         let Some(namespace_oid) = self.namespace(&item.schema).map(|n| n.oid) else {
             return;
         };
-        let oid = oids::item_oid(item.id);
-        let (kind, schema, view_query) = match (&item.details, item.kind) {
-            (ItemDetails::Relation(table), ItemKind::Table) => {
-                ('r', table.desc.schema.clone(), None)
+        let oid = oids::item_oid(id);
+        let (kind, schema, primary_key, view_query) = match &item.details {
+            ItemDetails::Relation {
+                columns,
+                primary_key,
+            } => {
+                let kind = match item.kind {
+                    ItemKind::Table => 'r',
+                    ItemKind::Source => 'f',
+                    _ => 'm',
+                };
+                let view_query =
+                    (kind == 'm').then(|| sql::CreateView::stored_query_text(&item.create_sql));
+                (kind, columns.clone(), primary_key.clone(), view_query)
             }
-            (ItemDetails::Relation(table), ItemKind::Source) => {
-                ('f', table.desc.schema.clone(), None)
-            }
-            (ItemDetails::Relation(table), _) => (
-                'm',
-                table.desc.schema.clone(),
-                Some(sql::CreateView::stored_query_text(&item.create_sql)),
-            ),
-            (ItemDetails::View(view), _) => (
+            ItemDetails::View { columns } => (
                 'v',
-                view.schema(),
+                columns.clone(),
+                None,
                 Some(sql::CreateView::stored_query_text(&item.create_sql)),
             ),
-            (ItemDetails::Index { on }, _) => {
-                self.add_user_index(catalog, item, *on, namespace_oid);
+            ItemDetails::Index { on, columns } => {
+                self.add_user_index(id, item, *on, columns, namespace_oid);
                 return;
             }
             // Not relations: PostgreSQL has no such objects in pg_class.
-            (
-                ItemDetails::Schema | ItemDetails::Subscription { .. } | ItemDetails::Sink { .. },
-                _,
-            ) => return,
+            ItemDetails::Schema | ItemDetails::Subscription { .. } | ItemDetails::Sink { .. } => {
+                return
+            }
         };
         let defaults = if kind == 'r' {
             sql::column_defaults(&item.create_sql).into_iter().collect()
@@ -295,11 +294,11 @@ impl CatalogSnapshot {
                 column.not_null = false;
             }
         }
-        if let Some(key) = item.relation().and_then(|t| t.desc.primary_key.clone()) {
+        if let Some(key) = primary_key {
             let attnums: Vec<i16> = key.iter().map(|c| *c as i16 + 1).collect();
             let name = format!("{}_pkey", item.name);
             self.indexes.push(Index {
-                oid: oids::primary_key_index_oid(item.id),
+                oid: oids::primary_key_index_oid(id),
                 name: name.clone(),
                 namespace_oid,
                 table_oid: oid,
@@ -307,11 +306,11 @@ impl CatalogSnapshot {
                 is_primary: true,
             });
             self.constraints.push(Constraint {
-                oid: oids::primary_key_constraint_oid(item.id),
+                oid: oids::primary_key_constraint_oid(id),
                 name,
                 namespace_oid,
                 table_oid: oid,
-                index_oid: oids::primary_key_index_oid(item.id),
+                index_oid: oids::primary_key_index_oid(id),
                 columns: attnums,
             });
         }
@@ -322,25 +321,26 @@ impl CatalogSnapshot {
             namespace_oid,
             kind,
             columns,
-            row_type_oid: oids::row_type_oid(item.id),
+            row_type_oid: oids::row_type_oid(id),
             view_query,
-            item: Some(item.id),
+            item: Some(id),
         });
     }
 
-    fn add_user_index(&mut self, catalog: &Catalog, item: &Item, on: GlobalId, namespace: u32) {
-        let columns = catalog
-            .get(on)
-            .and_then(Item::relation)
-            .and_then(|table| table.lookups.iter().find(|l| l.arrangement == item.id))
-            .map(|lookup| lookup.columns.iter().map(|c| *c as i16 + 1).collect())
-            .unwrap_or_default();
+    fn add_user_index(
+        &mut self,
+        id: GlobalId,
+        item: &CatalogItem,
+        on: GlobalId,
+        columns: &[usize],
+        namespace: u32,
+    ) {
         self.indexes.push(Index {
-            oid: oids::item_oid(item.id),
+            oid: oids::item_oid(id),
             name: item.name.clone(),
             namespace_oid: namespace,
             table_oid: oids::item_oid(on),
-            columns,
+            columns: columns.iter().map(|c| *c as i16 + 1).collect(),
             is_primary: false,
         });
     }

@@ -7,40 +7,37 @@ use std::sync::OnceLock;
 
 use datafusion::arrow::array::RecordBatch;
 
-use super::column_types::{arrow_type, known_relation};
-use super::rows::{RelationRows, Value};
+use crate::column_types::{arrow_type, known_relation};
+use crate::rows::{RelationRows, Value};
 
 /// The CSV text of each relation with built-in rows, by relation name.
 const BUILTIN_CSV: &[(&str, &str)] = &[
-    ("pg_am", include_str!("../../catalog-data/pg_am.csv")),
-    ("pg_cast", include_str!("../../catalog-data/pg_cast.csv")),
+    ("pg_am", include_str!("../catalog-data/pg_am.csv")),
+    ("pg_cast", include_str!("../catalog-data/pg_cast.csv")),
     (
         "pg_collation",
-        include_str!("../../catalog-data/pg_collation.csv"),
+        include_str!("../catalog-data/pg_collation.csv"),
     ),
     (
         "pg_language",
-        include_str!("../../catalog-data/pg_language.csv"),
+        include_str!("../catalog-data/pg_language.csv"),
     ),
-    (
-        "pg_opclass",
-        include_str!("../../catalog-data/pg_opclass.csv"),
-    ),
+    ("pg_opclass", include_str!("../catalog-data/pg_opclass.csv")),
     (
         "pg_operator",
-        include_str!("../../catalog-data/pg_operator.csv"),
+        include_str!("../catalog-data/pg_operator.csv"),
     ),
-    ("pg_proc", include_str!("../../catalog-data/pg_proc.csv")),
-    ("pg_range", include_str!("../../catalog-data/pg_range.csv")),
+    ("pg_proc", include_str!("../catalog-data/pg_proc.csv")),
+    ("pg_range", include_str!("../catalog-data/pg_range.csv")),
     (
         "pg_tablespace",
-        include_str!("../../catalog-data/pg_tablespace.csv"),
+        include_str!("../catalog-data/pg_tablespace.csv"),
     ),
-    ("pg_type", include_str!("../../catalog-data/pg_type.csv")),
+    ("pg_type", include_str!("../catalog-data/pg_type.csv")),
 ];
 
 /// `pg_get_keywords()`: PostgreSQL 15's keywords.
-const KEYWORDS_CSV: &str = include_str!("../../catalog-data/pg_keywords.csv");
+const KEYWORDS_CSV: &str = include_str!("../catalog-data/pg_keywords.csv");
 
 /// The built-in rows of `relation` (a `pg_catalog` relation), as values in column order.
 pub(crate) fn builtin_rows(relation: &str) -> &'static [Vec<Value>] {
@@ -170,7 +167,7 @@ fn parse_value(text: &str, type_oid: u32) -> Value {
                 .map(|n| n.parse().map_or(Value::Null, Value::Int))
                 .collect(),
         ),
-        oid if super::column_types::is_array_type(oid) => {
+        oid if crate::column_types::is_array_type(oid) => {
             let element = match arrow_type(oid) {
                 datafusion::arrow::datatypes::DataType::List(item) => item.data_type().clone(),
                 _ => datafusion::arrow::datatypes::DataType::Utf8,

@@ -10,13 +10,15 @@
 use datafusion::arrow::array::RecordBatch;
 use datafusion::error::Result;
 
-use super::builtin_rows::{builtin_batch, builtin_rows, rows_with_builtins};
-use super::column_types::known_relation;
-use super::rows::{RelationRows, Value};
-use super::snapshot::{CatalogSnapshot, Column, Relation};
-use super::types::type_info;
-use super::{RowsFn, SessionInfo, PG_CATALOG};
+use crate::builtin_rows::{builtin_batch, builtin_rows, rows_with_builtins};
+use crate::column_types::known_relation;
 use crate::oids::{DATABASE_OID, ROLE_OID, SOURCE_SERVER_OID, SOURCE_WRAPPER_OID};
+use crate::rows::{RelationRows, Value};
+use crate::schemas::RowsFn;
+use crate::session::SessionInfo;
+use crate::snapshot::{CatalogSnapshot, Column, Relation};
+use crate::types::type_info;
+use crate::PG_CATALOG;
 
 /// The owner of every object: the one role.
 pub(crate) const OWNER: &str = "fluxion";
@@ -689,7 +691,7 @@ fn pg_indexes(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch
             ("indexname", index.name.as_str().into()),
             (
                 "indexdef",
-                super::definitions::index_definition(snapshot, index).into(),
+                crate::definitions::index_definition(snapshot, index).into(),
             ),
         ]);
     }
@@ -792,12 +794,13 @@ fn pg_stat_activity(_: &CatalogSnapshot, session: &SessionInfo) -> Result<Record
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system_catalog::pg15_relations::relations;
-    use crate::system_catalog::rows::empty_batch;
+    use crate::catalog_input::CatalogInput;
+    use crate::pg15_relations::relations;
+    use crate::rows::empty_batch;
 
     #[test]
     fn every_relation_builds_from_an_empty_catalog() {
-        let snapshot = CatalogSnapshot::of(&crate::catalog::Catalog::default());
+        let snapshot = CatalogSnapshot::of(&CatalogInput::default());
         let session = SessionInfo::default();
         for def in relations().iter().filter(|r| r.schema == PG_CATALOG) {
             let batch = match rows_of(def.name) {

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use repr::pg_type::{DECLARED_TYPE_KEY, PG_TYPE_OID_KEY};
 
-use super::pg15_relations::{relations, ColumnDef, RelationDef};
+use crate::pg15_relations::{relations, ColumnDef, RelationDef};
 
 /// The Arrow type that holds values of the Postgres type `type_oid`.
 pub(crate) fn arrow_type(type_oid: u32) -> DataType {

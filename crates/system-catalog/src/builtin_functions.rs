@@ -1,9 +1,9 @@
 //! Lookups of PostgreSQL's built-in functions (the rows of `pg_proc`), for `regproc` values
 //! and `pg_get_function_result` / `pg_get_function_arguments`.
 
-use super::builtin_rows::builtin_rows;
-use super::column_types::known_relation;
-use super::rows::Value;
+use crate::builtin_rows::builtin_rows;
+use crate::column_types::known_relation;
+use crate::rows::Value;
 
 /// The position of a `pg_proc` column.
 fn column(name: &str) -> usize {

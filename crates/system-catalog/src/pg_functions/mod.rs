@@ -2,8 +2,8 @@
 //!
 //! Clients call these while browsing a schema (`format_type`, `pg_get_indexdef`,
 //! `pg_table_is_visible`, `current_schemas`, `has_table_privilege` …). Each is registered per
-//! query with the catalog and the querying session ([`FunctionEnv`]), so session-dependent
-//! functions (`current_setting`, `current_schema`) see that session.
+//! query ([`register_functions`]) with the catalog and the querying session ([`FunctionEnv`]),
+//! so session-dependent functions (`current_setting`, `current_schema`) see that session.
 //!
 //! Most take and return plain values and are evaluated row by row ([`row_function`]); catalog
 //! data is small, and clarity beats vectorization here.
@@ -16,47 +16,62 @@ mod reg_types;
 mod session_functions;
 mod text_functions;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use datafusion::arrow::array::new_empty_array;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::SessionState;
+use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionImplementation, ScalarUDF, Signature, SimpleScalarUDF,
     TypeSignature, Volatility,
 };
 
-use crate::catalog::{read, Catalog};
-use crate::system_catalog::{CatalogSnapshot, SessionInfo};
+use crate::catalog_input::CatalogReader;
+use crate::session::SessionInfo;
+use crate::snapshot::CatalogSnapshot;
 
-pub(crate) use keywords::KeywordsFunction;
-pub(crate) use options_to_table::OptionsToTableFunction;
-pub(crate) use reg_types::reg_type_display_name;
+pub use reg_types::display_reg_types;
 
 /// What the functions of one query see: the catalog and the querying session.
 #[derive(Debug, Clone)]
-pub(crate) struct FunctionEnv {
-    pub catalog: Arc<RwLock<Catalog>>,
-    pub session: Arc<SessionInfo>,
+struct FunctionEnv {
+    catalog: Arc<dyn CatalogReader>,
+    session: Arc<SessionInfo>,
 }
 
 impl FunctionEnv {
     /// A snapshot of the catalog as the catalog relations describe it.
-    pub fn snapshot(&self) -> CatalogSnapshot {
-        CatalogSnapshot::of(&read(&self.catalog))
+    fn snapshot(&self) -> CatalogSnapshot {
+        CatalogSnapshot::of(&self.catalog.catalog())
     }
 }
 
-/// Every scalar function of this module, for one query.
-pub(crate) fn scalar_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
+/// Registers every function of this module in `state`, for one query of `session` over the
+/// catalog `catalog` gives.
+pub fn register_functions(
+    state: &mut SessionState,
+    catalog: Arc<dyn CatalogReader>,
+    session: Arc<SessionInfo>,
+) {
+    let env = FunctionEnv { catalog, session };
     let mut functions = Vec::new();
-    functions.extend(catalog_info::functions(env));
-    functions.extend(session_functions::functions(env));
-    functions.extend(reg_types::functions(env));
+    functions.extend(catalog_info::functions(&env));
+    functions.extend(session_functions::functions(&env));
+    functions.extend(reg_types::functions(&env));
     functions.extend(arrays::functions());
     functions.extend(text_functions::functions());
-    functions
+    for function in functions {
+        // Registering replaces DataFusion's function of the same name (`version`).
+        let _ = state.register_udf(Arc::new(function));
+    }
+    state.register_udtf("pg_get_keywords", Arc::new(keywords::KeywordsFunction));
+    state.register_udtf(
+        "pg_options_to_table",
+        Arc::new(options_to_table::OptionsToTableFunction),
+    );
 }
 
 /// A signature accepting any argument types, with any of the given numbers of arguments.

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the PostgreSQL 15 catalog facts that Fluxion presents to clients:
 #
-#   crates/coord/catalog-data/pg15_columns.tsv
+#   crates/system-catalog/catalog-data/pg15_columns.tsv
 #       schema, name, pg_class.oid, relkind and columns (name, type oid, type
 #       name, NOT NULL) of the pg_catalog / information_schema relations listed
 #       below (information_schema domain types are reported as their base type),
-#       read by crates/coord/src/system_catalog/pg15_relations.rs;
-#   crates/coord/catalog-data/*.csv
+#       read by crates/system-catalog/src/pg15_relations.rs;
+#   crates/system-catalog/catalog-data/*.csv
 #       built-in rows of pg_type, pg_proc, pg_am, pg_collation, pg_range,
 #       pg_language, pg_tablespace, pg_opclass, pg_cast,
 #       pg_operator and pg_get_keywords(), as PostgreSQL's own COPY CSV output
@@ -19,7 +19,7 @@
 # cluster. Output is ordered deterministically, so rerunning it against the
 # same server gives byte-identical files.
 #
-# Usage: crates/coord/catalog-data/generate.sh
+# Usage: crates/system-catalog/catalog-data/generate.sh
 set -euo pipefail
 
 export PGHOST="${PGHOST:-127.0.0.1}"

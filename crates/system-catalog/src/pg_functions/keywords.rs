@@ -9,7 +9,8 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result;
 
-use crate::system_catalog::keyword_rows;
+use crate::builtin_rows::keyword_rows;
+use crate::rows::Value;
 
 /// The `pg_get_keywords()` table function.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ impl TableFunctionImpl for KeywordsFunction {
         let column = |i: usize| -> StringArray {
             rows.iter()
                 .map(|row| match &row[i] {
-                    crate::system_catalog::Value::Text(t) => Some(t.as_str()),
+                    Value::Text(t) => Some(t.as_str()),
                     _ => None,
                 })
                 .collect()
@@ -37,7 +38,7 @@ impl TableFunctionImpl for KeywordsFunction {
         let bare: BooleanArray = rows
             .iter()
             .map(|row| match row[2] {
-                crate::system_catalog::Value::Bool(b) => Some(b),
+                Value::Bool(b) => Some(b),
                 _ => None,
             })
             .collect();

@@ -6,7 +6,12 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 
 use super::{any_arity, int_arg, oid_arg, row_function, text, text_arg, FunctionEnv};
-use crate::system_catalog::{format_type, CatalogSnapshot, PG_CLASS_OID, PG_NAMESPACE_OID};
+use crate::builtin_functions::builtin_function_types;
+use crate::definitions::{constraint_definition, index_column_definition};
+use crate::oids::ROLE_OID;
+use crate::pg_catalog::OWNER;
+use crate::snapshot::{CatalogSnapshot, PG_CLASS_OID, PG_NAMESPACE_OID};
+use crate::types::format_type;
 
 pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
     let stable = Volatility::Stable;
@@ -36,7 +41,7 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             DataType::Utf8,
             |args| {
                 Ok(text(oid_arg(&args[0]).map(|oid| match oid {
-                    crate::oids::ROLE_OID => crate::system_catalog::OWNER.to_string(),
+                    ROLE_OID => OWNER.to_string(),
                     other => format!("unknown (OID={other})"),
                 })))
             },
@@ -129,7 +134,7 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             with_snapshot(|snapshot, args| {
                 let index = snapshot.index(oid_arg(&args[0])?)?;
                 let column = args.get(1).and_then(int_arg).unwrap_or(0);
-                crate::system_catalog::index_column_definition(snapshot, index, column)
+                index_column_definition(snapshot, index, column)
             }),
         ),
         row_function(
@@ -139,9 +144,7 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             with_snapshot(|snapshot, args| {
                 let oid = oid_arg(&args[0])?;
                 let constraint = snapshot.constraints.iter().find(|c| c.oid == oid)?;
-                Some(crate::system_catalog::constraint_definition(
-                    snapshot, constraint,
-                ))
+                Some(constraint_definition(snapshot, constraint))
             }),
         ),
         row_function(
@@ -228,7 +231,7 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
 
 /// The result type and argument types of a built-in function, as `format_type` prints them.
 fn function_signature(oid: &ScalarValue) -> Option<(String, String)> {
-    let (result, arguments) = crate::system_catalog::builtin_function_types(oid_arg(oid)?)?;
+    let (result, arguments) = builtin_function_types(oid_arg(oid)?)?;
     let arguments = arguments
         .iter()
         .map(|t| format_type(*t, -1))

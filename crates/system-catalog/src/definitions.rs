@@ -2,7 +2,7 @@
 //! `pg_get_constraintdef`, `pg_indexes.indexdef`). Clients parse it (SQLAlchemy reads the
 //! columns of a key from it), so it is real, re-runnable DDL.
 
-use super::snapshot::{CatalogSnapshot, Constraint, Index};
+use crate::snapshot::{CatalogSnapshot, Constraint, Index};
 use sql::quote_ident;
 
 /// The name of column `attnum` of the relation `table_oid`, quoted as needed.

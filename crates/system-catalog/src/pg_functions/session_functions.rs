@@ -10,13 +10,14 @@ use datafusion::logical_expr::{ScalarUDF, Volatility};
 use super::{
     any_arity, bool_arg, invalid_argument, oid_arg, row_function, text, text_arg, FunctionEnv,
 };
-use crate::catalog::read;
+use crate::snapshot::CatalogSnapshot;
+use crate::SERVER_VERSION;
 
 /// What `version()` returns: PostgreSQL's banner shape, which clients parse for the version.
 pub(crate) fn version_banner() -> String {
     format!(
         "PostgreSQL {} (Fluxion {}) on {}-pc-linux-gnu, compiled by rustc, 64-bit",
-        crate::SERVER_VERSION,
+        SERVER_VERSION,
         env!("CARGO_PKG_VERSION"),
         std::env::consts::ARCH
     )
@@ -163,7 +164,8 @@ fn server_start_micros() -> i64 {
 fn schema_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
     let stable = Volatility::Stable;
     let schemas = |env: &FunctionEnv, implicit: bool| -> Vec<String> {
-        env.session.current_schemas(&read(&env.catalog), implicit)
+        env.session
+            .current_schemas(&env.catalog.catalog(), implicit)
     };
     let text_list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
     let mut functions = vec![
@@ -227,7 +229,8 @@ fn schema_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
 /// Whether an unqualified name finds relation `oid` (its schema is searched, and no schema
 /// searched before has a relation of that name).
 fn is_relation_visible(env: &FunctionEnv, oid: u32) -> bool {
-    let snapshot = env.snapshot();
+    let catalog = env.catalog.catalog();
+    let snapshot = CatalogSnapshot::of(&catalog);
     let Some(relation) = snapshot
         .relation(oid)
         .map(|r| (r.namespace.clone(), r.name.clone()))
@@ -243,7 +246,7 @@ fn is_relation_visible(env: &FunctionEnv, oid: u32) -> bool {
         return false;
     };
     let (namespace, name) = relation;
-    let searched = env.session.current_schemas(&read(&env.catalog), true);
+    let searched = env.session.current_schemas(&catalog, true);
     searched
         .iter()
         .find(|schema| snapshot.relation_named(schema, &name).is_some())

@@ -1,9 +1,9 @@
 //! `fluxion_catalog`: relations describing the running system, built when a query reads them.
 
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use compute::ComputeController;
 use datafusion::arrow::array::{
     Float64Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
 };
@@ -11,13 +11,15 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
-use pipelines::{
-    lag_ms, source_errors_schema, DurableSubscriptions, Sinks, SourceRegistry, SOURCE_ERRORS,
-    SOURCE_ERRORS_NAME,
-};
+use repr::{wall_clock_ms, GlobalId, Timestamp};
 
-use crate::catalog::Catalog;
-use crate::sources::source_errors_relation;
+use crate::catalog_input::{CatalogInput, CatalogReader, ItemDetails, ItemKind};
+use crate::oids::FLUXION_CATALOG_NAMESPACE;
+use crate::source_errors::{
+    source_errors_desc, source_errors_relation, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
+};
+use crate::status::{SourceStatus, SubscriptionStatus, SystemStatus};
+use crate::SYSTEM_SCHEMA;
 
 /// The relations of `fluxion_catalog` and their columns.
 pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
@@ -25,7 +27,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("view_errors", view_errors_schema()),
         ("sources", sources_schema()),
         ("source_stats", source_stats_schema()),
-        (SOURCE_ERRORS_NAME, source_errors_schema()),
+        (SOURCE_ERRORS_NAME, source_errors_desc().schema),
         ("subscriptions", subscriptions_schema()),
         ("sink_stats", sink_stats_schema()),
         ("frontiers", frontiers_schema()),
@@ -38,7 +40,7 @@ pub(crate) fn relation_oid(name: &str) -> u32 {
         .iter()
         .position(|(n, _)| *n == name)
         .unwrap_or_default();
-    crate::oids::FLUXION_CATALOG_NAMESPACE + 1 + position as u32
+    FLUXION_CATALOG_NAMESPACE + 1 + position as u32
 }
 
 /// `sources`: one row per source.
@@ -128,60 +130,46 @@ fn view_errors_schema() -> SchemaRef {
 
 /// The `fluxion_catalog` schema.
 #[derive(Debug)]
-pub(crate) struct SystemSchema {
-    catalog: Arc<RwLock<Catalog>>,
-    compute: Arc<ComputeController>,
-    sources: Arc<SourceRegistry>,
-    subscriptions: Arc<DurableSubscriptions>,
-    sinks: Arc<Sinks>,
+pub(crate) struct FluxionCatalog {
+    catalog: Arc<dyn CatalogReader>,
+    status: Arc<dyn SystemStatus>,
 }
 
-impl SystemSchema {
-    pub fn new(
-        catalog: Arc<RwLock<Catalog>>,
-        compute: Arc<ComputeController>,
-        sources: Arc<SourceRegistry>,
-        subscriptions: Arc<DurableSubscriptions>,
-        sinks: Arc<Sinks>,
-    ) -> Self {
-        Self {
-            subscriptions,
-            sinks,
-            catalog,
-            compute,
-            sources,
-        }
+impl FluxionCatalog {
+    /// The schema of the catalog `catalog` gives and the system `status` describes.
+    pub fn new(catalog: Arc<dyn CatalogReader>, status: Arc<dyn SystemStatus>) -> Self {
+        Self { catalog, status }
     }
 
     /// `sources (schema_name, source_name, connector, create_sql)`: every source.
     fn sources(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = sources_schema();
-        let connectors: std::collections::HashMap<_, _> = self
-            .sources
-            .snapshot()
+        let connectors: HashMap<_, _> = self
+            .status
+            .sources()
             .into_iter()
-            .map(|(id, stats)| (id, stats.connector))
+            .map(|status| (status.id, status.connector))
             .collect();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let catalog = self.catalog.catalog();
         let items: Vec<_> = catalog
-            .items()
-            .filter(|item| item.kind == storage::ItemKind::Source)
+            .items
+            .iter()
+            .filter(|(_, item)| item.kind == ItemKind::Source)
             .collect();
         let batch = RecordBatch::try_new(
             schema.clone(),
             vec![
                 Arc::new(StringArray::from_iter_values(
-                    items.iter().map(|i| &i.schema),
+                    items.iter().map(|(_, i)| &i.schema),
                 )),
-                Arc::new(StringArray::from_iter_values(items.iter().map(|i| &i.name))),
-                Arc::new(StringArray::from_iter_values(items.iter().map(|i| {
-                    connectors
-                        .get(&i.id)
-                        .map(String::as_str)
-                        .unwrap_or_default()
-                }))),
                 Arc::new(StringArray::from_iter_values(
-                    items.iter().map(|i| &i.create_sql),
+                    items.iter().map(|(_, i)| &i.name),
+                )),
+                Arc::new(StringArray::from_iter_values(items.iter().map(
+                    |(id, _)| connectors.get(id).map(String::as_str).unwrap_or_default(),
+                ))),
+                Arc::new(StringArray::from_iter_values(
+                    items.iter().map(|(_, i)| &i.create_sql),
                 )),
             ],
         )?;
@@ -192,19 +180,11 @@ impl SystemSchema {
     /// since this server started), its position, status, and rows/s over the last seconds.
     fn source_stats(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = source_stats_schema();
-        let stats = self.sources.snapshot();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let names: Vec<(String, String)> = stats
-            .iter()
-            .map(|(id, _)| match catalog.get(*id) {
-                Some(item) => (item.schema.clone(), item.name.clone()),
-                None => (String::new(), id.to_string()),
-            })
-            .collect();
-        let column = |f: &dyn Fn(&pipelines::SourceStats) -> u64| {
-            Arc::new(UInt64Array::from_iter_values(
-                stats.iter().map(|(_, s)| f(s)),
-            ))
+        let stats = self.status.sources();
+        let catalog = self.catalog.catalog();
+        let names: Vec<(String, String)> = stats.iter().map(|s| name_of(&catalog, s.id)).collect();
+        let column = |f: &dyn Fn(&SourceStatus) -> u64| {
+            Arc::new(UInt64Array::from_iter_values(stats.iter().map(f)))
         };
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -212,27 +192,27 @@ impl SystemSchema {
                 Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.0))),
                 Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.1))),
                 Arc::new(StringArray::from_iter_values(
-                    stats.iter().map(|(_, s)| &s.connector),
+                    stats.iter().map(|s| &s.connector),
                 )),
                 Arc::new(StringArray::from_iter_values(
-                    stats.iter().map(|(_, s)| s.status),
+                    stats.iter().map(|s| s.status),
                 )),
                 column(&|s| s.rows),
                 column(&|s| s.bytes),
                 column(&|s| s.errors),
                 column(&|s| s.batches),
                 Arc::new(StringArray::from_iter(
-                    stats.iter().map(|(_, s)| s.position.clone()),
+                    stats.iter().map(|s| s.position.clone()),
                 )),
                 Arc::new(Float64Array::from_iter_values(
-                    stats.iter().map(|(_, s)| s.rows_per_second),
+                    stats.iter().map(|s| s.rows_per_second),
                 )),
-                Arc::new(UInt64Array::from_iter(stats.iter().map(|(_, s)| s.lag))),
+                Arc::new(UInt64Array::from_iter(stats.iter().map(|s| s.lag))),
                 Arc::new(StringArray::from_iter(
-                    stats.iter().map(|(_, s)| s.last_error.clone()),
+                    stats.iter().map(|s| s.last_error.clone()),
                 )),
                 Arc::new(
-                    TimestampMicrosecondArray::from_iter(stats.iter().map(|(_, s)| {
+                    TimestampMicrosecondArray::from_iter(stats.iter().map(|s| {
                         s.last_batch_at
                             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                             .map(|d| d.as_micros() as i64)
@@ -250,27 +230,25 @@ impl SystemSchema {
     /// its size, the subscribers reading it, and why it stopped, if it did.
     fn subscriptions(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = subscriptions_schema();
-        let statuses = self.subscriptions.snapshot();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let name_of = |id| {
-            catalog
-                .get(id)
-                .map(|item| (item.schema.clone(), item.name.clone()))
-                .unwrap_or_else(|| (String::new(), id.to_string()))
-        };
-        let names: Vec<(String, String)> = statuses.iter().map(|s| name_of(s.id)).collect();
+        let statuses = self.status.subscriptions();
+        let catalog = self.catalog.catalog();
+        let names: Vec<(String, String)> =
+            statuses.iter().map(|s| name_of(&catalog, s.id)).collect();
         let from: Vec<String> = statuses
             .iter()
             .map(|s| {
-                let from = catalog.get(s.id).and_then(|item| match item.details {
-                    crate::catalog::ItemDetails::Subscription { from, .. } => Some(from),
-                    _ => None,
-                });
-                from.map(|id| name_of(id).1).unwrap_or_default()
+                let from = catalog
+                    .items
+                    .get(&s.id)
+                    .and_then(|item| match item.details {
+                        ItemDetails::Subscription { from } => Some(from),
+                        _ => None,
+                    });
+                from.map(|id| name_of(&catalog, id).1).unwrap_or_default()
             })
             .collect();
-        let now = repr::wall_clock_ms();
-        let column = |f: &dyn Fn(&pipelines::SubscriptionStatus) -> u64| {
+        let now = wall_clock_ms();
+        let column = |f: &dyn Fn(&SubscriptionStatus) -> u64| {
             Arc::new(UInt64Array::from_iter_values(statuses.iter().map(f)))
         };
         let batch = RecordBatch::try_new(
@@ -307,17 +285,17 @@ impl SystemSchema {
     /// delivery last failed, until it succeeds again.
     fn sink_stats(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = sink_stats_schema();
-        let sinks = self.sinks.snapshot();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let sinks = self.status.sinks();
+        let catalog = self.catalog.catalog();
         let mut schemas = Vec::new();
         let mut names = Vec::new();
         let mut from_names = Vec::new();
-        for (state, _) in &sinks {
-            let item = catalog.get(state.id);
+        for sink in &sinks {
+            let item = catalog.items.get(&sink.id);
             schemas.push(item.map(|i| i.schema.clone()).unwrap_or_default());
-            names.push(item.map_or_else(|| state.id.to_string(), |i| i.name.clone()));
+            names.push(item.map_or_else(|| sink.id.to_string(), |i| i.name.clone()));
             let from = item.and_then(|i| match i.details {
-                crate::catalog::ItemDetails::Sink { from } => catalog.get(from),
+                ItemDetails::Sink { from } => catalog.items.get(&from),
                 _ => None,
             });
             from_names.push(from.map(|f| f.name.clone()).unwrap_or_default());
@@ -328,20 +306,20 @@ impl SystemSchema {
                 Arc::new(StringArray::from_iter_values(schemas)),
                 Arc::new(StringArray::from_iter_values(names)),
                 Arc::new(StringArray::from_iter_values(
-                    sinks.iter().map(|(state, _)| state.connector.clone()),
+                    sinks.iter().map(|sink| sink.connector.clone()),
                 )),
                 Arc::new(StringArray::from_iter_values(from_names)),
                 Arc::new(UInt64Array::from_iter_values(
-                    sinks.iter().map(|(_, stats)| stats.rows_delivered),
+                    sinks.iter().map(|sink| sink.rows_delivered),
                 )),
                 Arc::new(UInt64Array::from_iter(
-                    sinks.iter().map(|(_, stats)| stats.last_timestamp),
+                    sinks.iter().map(|sink| sink.last_timestamp),
                 )),
                 Arc::new(UInt64Array::from_iter_values(
-                    sinks.iter().map(|(_, stats)| lag_ms(stats)),
+                    sinks.iter().map(|sink| lag_ms(sink.oldest_pending)),
                 )),
                 Arc::new(StringArray::from_iter(
-                    sinks.iter().map(|(_, stats)| stats.failure.clone()),
+                    sinks.iter().map(|sink| sink.failure.clone()),
                 )),
             ],
         )?;
@@ -354,26 +332,26 @@ impl SystemSchema {
     /// are milliseconds of wall-clock time).
     fn frontiers(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = frontiers_schema();
-        let frontiers = self.compute.frontiers().all();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let now = repr::wall_clock_ms();
+        let frontiers = self.status.frontiers();
+        let catalog = self.catalog.catalog();
+        let now = wall_clock_ms();
         let mut schemas = Vec::new();
         let mut names = Vec::new();
         let mut types = Vec::new();
         let mut uppers = Vec::new();
         let mut sinces = Vec::new();
         let mut lags = Vec::new();
-        for (id, frontier) in frontiers {
-            let (schema_name, name, kind) = match catalog.get(id) {
+        for frontier in frontiers {
+            let (schema_name, name, kind) = match catalog.items.get(&frontier.id) {
                 Some(item) => (item.schema.clone(), item.name.clone(), item_type(item.kind)),
-                None if id == SOURCE_ERRORS => (
-                    crate::system_catalog::SYSTEM_SCHEMA.to_string(),
+                None if frontier.id == SOURCE_ERRORS => (
+                    SYSTEM_SCHEMA.to_string(),
                     SOURCE_ERRORS_NAME.to_string(),
                     "system relation",
                 ),
                 None => continue,
             };
-            let open = (frontier.upper != repr::Timestamp::MAX).then_some(frontier.upper);
+            let open = (frontier.upper != Timestamp::MAX).then_some(frontier.upper);
             schemas.push(schema_name);
             names.push(name);
             types.push(kind);
@@ -399,18 +377,18 @@ impl SystemSchema {
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = view_errors_schema();
-        let errors = self.compute.errors().snapshot();
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let errors = self.status.view_errors();
+        let catalog = self.catalog.catalog();
         let mut names = Vec::new();
         let mut rows = Vec::new();
         let mut failures = Vec::new();
         let mut messages = Vec::new();
-        for (id, counts) in errors {
-            let name = catalog.get(id).map(|i| i.name.clone());
-            names.push(name.unwrap_or_else(|| id.to_string()));
-            rows.push(counts.rows_left_out);
-            failures.push(counts.failures);
-            messages.push(counts.last_error);
+        for view in errors {
+            let name = catalog.items.get(&view.id).map(|i| i.name.clone());
+            names.push(name.unwrap_or_else(|| view.id.to_string()));
+            rows.push(view.rows_left_out);
+            failures.push(view.failures);
+            messages.push(view.last_error);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -425,22 +403,36 @@ impl SystemSchema {
     }
 }
 
+/// The schema and name of item `id` (its id as the name if it is gone).
+fn name_of(catalog: &CatalogInput, id: GlobalId) -> (String, String) {
+    catalog
+        .items
+        .get(&id)
+        .map(|item| (item.schema.clone(), item.name.clone()))
+        .unwrap_or_else(|| (String::new(), id.to_string()))
+}
+
+/// How far a sink's target trails what happened (0 when it holds every change).
+fn lag_ms(oldest_pending: Option<Timestamp>) -> u64 {
+    oldest_pending.map_or(0, |oldest| wall_clock_ms().saturating_sub(oldest))
+}
+
 /// How `frontiers.object_type` names an item's kind.
-fn item_type(kind: storage::ItemKind) -> &'static str {
+fn item_type(kind: ItemKind) -> &'static str {
     match kind {
-        storage::ItemKind::Table => "table",
-        storage::ItemKind::View => "view",
-        storage::ItemKind::MaterializedView => "materialized view",
-        storage::ItemKind::Index => "index",
-        storage::ItemKind::Source => "source",
-        storage::ItemKind::Sink => "sink",
-        storage::ItemKind::Subscription => "subscription",
-        storage::ItemKind::Schema => "schema",
+        ItemKind::Table => "table",
+        ItemKind::View => "view",
+        ItemKind::MaterializedView => "materialized view",
+        ItemKind::Index => "index",
+        ItemKind::Source => "source",
+        ItemKind::Sink => "sink",
+        ItemKind::Subscription => "subscription",
+        ItemKind::Schema => "schema",
     }
 }
 
 #[async_trait]
-impl SchemaProvider for SystemSchema {
+impl SchemaProvider for FluxionCatalog {
     fn table_names(&self) -> Vec<String> {
         relations()
             .into_iter()

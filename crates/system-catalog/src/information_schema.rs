@@ -7,12 +7,14 @@
 use datafusion::arrow::array::RecordBatch;
 use datafusion::error::Result;
 
-use super::column_types::known_relation;
-use super::pg_catalog::OWNER;
-use super::rows::{RelationRows, Value};
-use super::snapshot::{CatalogSnapshot, Relation};
-use super::types::{datetime_precision, information_schema_data_type, numeric_facts, type_info};
-use super::{RowsFn, SessionInfo, INFORMATION_SCHEMA, PG_CATALOG};
+use crate::column_types::known_relation;
+use crate::pg_catalog::OWNER;
+use crate::rows::{RelationRows, Value};
+use crate::schemas::RowsFn;
+use crate::session::SessionInfo;
+use crate::snapshot::{CatalogSnapshot, Relation};
+use crate::types::{datetime_precision, information_schema_data_type, numeric_facts, type_info};
+use crate::{INFORMATION_SCHEMA, PG_CATALOG};
 
 /// The function building `relation`'s rows (`None`: the relation is always empty).
 pub(crate) fn rows_of(relation: &str) -> Option<RowsFn> {
@@ -312,12 +314,13 @@ fn enabled_roles(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system_catalog::pg15_relations::relations;
-    use crate::system_catalog::rows::empty_batch;
+    use crate::catalog_input::CatalogInput;
+    use crate::pg15_relations::relations;
+    use crate::rows::empty_batch;
 
     #[test]
     fn every_relation_builds_from_an_empty_catalog() {
-        let snapshot = CatalogSnapshot::of(&crate::catalog::Catalog::default());
+        let snapshot = CatalogSnapshot::of(&CatalogInput::default());
         let session = SessionInfo::default();
         for def in relations()
             .iter()

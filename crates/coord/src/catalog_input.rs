@@ -1,0 +1,88 @@
+//! The catalog as the system catalogs read it: plain data for the `system-catalog` crate,
+//! taken from the shared catalog whenever a query scans a catalog relation.
+
+use std::sync::{Arc, RwLock};
+
+use repr::GlobalId;
+use storage::ItemKind;
+use system_catalog::{CatalogInput, CatalogItem, CatalogReader};
+
+use crate::catalog::{read, Catalog, Item, ItemDetails};
+
+/// The shared catalog, as the system catalogs read it.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedCatalog(pub Arc<RwLock<Catalog>>);
+
+impl CatalogReader for SharedCatalog {
+    fn catalog(&self) -> Arc<CatalogInput> {
+        let catalog = read(&self.0);
+        Arc::new(CatalogInput {
+            schemas: catalog
+                .user_schemas()
+                .into_iter()
+                .filter_map(|name| {
+                    let id = catalog.schema_item(&name)?.id;
+                    Some((name, id))
+                })
+                .collect(),
+            items: catalog
+                .items()
+                .map(|item| (item.id, catalog_item(&catalog, item)))
+                .collect(),
+            comments: catalog.comments.clone(),
+        })
+    }
+}
+
+/// `item` as plain data.
+fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
+    let details = match &item.details {
+        ItemDetails::Relation(table) => system_catalog::ItemDetails::Relation {
+            columns: table.desc.schema.clone(),
+            primary_key: table.desc.primary_key.clone(),
+        },
+        ItemDetails::View(view) => system_catalog::ItemDetails::View {
+            columns: view.schema(),
+        },
+        ItemDetails::Index { on } => system_catalog::ItemDetails::Index {
+            on: *on,
+            columns: index_columns(catalog, item.id, *on),
+        },
+        ItemDetails::Schema => system_catalog::ItemDetails::Schema,
+        ItemDetails::Subscription { from } => {
+            system_catalog::ItemDetails::Subscription { from: *from }
+        }
+        ItemDetails::Sink { from } => system_catalog::ItemDetails::Sink { from: *from },
+    };
+    CatalogItem {
+        name: item.name.clone(),
+        schema: item.schema.clone(),
+        kind: item_kind(item.kind),
+        create_sql: item.create_sql.clone(),
+        details,
+    }
+}
+
+/// The columns of relation `on` that index `index` arranges by (none if it is not there).
+fn index_columns(catalog: &Catalog, index: GlobalId, on: GlobalId) -> Vec<usize> {
+    catalog
+        .get(on)
+        .and_then(Item::relation)
+        .and_then(|table| table.lookups.iter().find(|l| l.arrangement == index))
+        .map(|lookup| lookup.columns.clone())
+        .unwrap_or_default()
+}
+
+/// The system catalogs' name for a kind of item.
+fn item_kind(kind: ItemKind) -> system_catalog::ItemKind {
+    match kind {
+        ItemKind::Table => system_catalog::ItemKind::Table,
+        ItemKind::View => system_catalog::ItemKind::View,
+        ItemKind::MaterializedView => system_catalog::ItemKind::MaterializedView,
+        ItemKind::Index => system_catalog::ItemKind::Index,
+        ItemKind::Source => system_catalog::ItemKind::Source,
+        ItemKind::Sink => system_catalog::ItemKind::Sink,
+        ItemKind::Subscription => system_catalog::ItemKind::Subscription,
+        ItemKind::Schema => system_catalog::ItemKind::Schema,
+    }
+}

@@ -1,0 +1,106 @@
+//! Fluxion's catalog as the system catalogs read it: plain data, taken whenever a query scans
+//! a catalog relation or calls a catalog function, through a [`CatalogReader`].
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use repr::GlobalId;
+use sql::session::DEFAULT_SCHEMA;
+
+/// Gives the current catalog; implemented by whoever owns the catalog.
+pub trait CatalogReader: Send + Sync + Debug {
+    /// The catalog as it is now.
+    fn catalog(&self) -> Arc<CatalogInput>;
+}
+
+/// Every item of Fluxion's catalog, as plain data.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogInput {
+    /// The user schemas by name, with their items' ids (`public` is built in and not here).
+    pub schemas: BTreeMap<String, GlobalId>,
+    /// Every item, schemas included, by id (ascending id order is creation order).
+    pub items: BTreeMap<GlobalId, CatalogItem>,
+    /// `COMMENT ON` texts by item and column number (0: the item itself).
+    pub comments: BTreeMap<(GlobalId, u32), String>,
+}
+
+impl CatalogInput {
+    /// Whether a schema of this name exists (`public` always does).
+    pub fn has_schema(&self, name: &str) -> bool {
+        name == DEFAULT_SCHEMA || self.schemas.contains_key(name)
+    }
+}
+
+/// One catalog item.
+#[derive(Clone, Debug)]
+pub struct CatalogItem {
+    /// The name within its schema (a schema's own name for a schema).
+    pub name: String,
+    /// The schema the item lives in (empty for a schema).
+    pub schema: String,
+    /// What kind of object it is.
+    pub kind: ItemKind,
+    /// The statement that creates it, as stored.
+    pub create_sql: String,
+    /// What the catalogs show of this kind of item.
+    pub details: ItemDetails,
+}
+
+/// The kinds of catalog items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKind {
+    /// A table written by INSERT/UPDATE/DELETE.
+    Table,
+    /// A view: a named query, not maintained.
+    View,
+    /// A view whose results are maintained incrementally.
+    MaterializedView,
+    /// An index (arrangement) on another item.
+    Index,
+    /// An ingestion from the outside world.
+    Source,
+    /// An export to the outside world.
+    Sink,
+    /// A durable subscription to a view's changes.
+    Subscription,
+    /// A namespace for the other items.
+    Schema,
+}
+
+/// What the catalogs show of each kind of item.
+#[derive(Clone, Debug)]
+pub enum ItemDetails {
+    /// A table, source or materialized view: an arranged relation.
+    Relation {
+        /// Its columns.
+        columns: SchemaRef,
+        /// The positions of its primary key's columns, if it has one.
+        primary_key: Option<Vec<usize>>,
+    },
+    /// A view: a query inlined where it is used.
+    View {
+        /// Its columns.
+        columns: SchemaRef,
+    },
+    /// An index: another arrangement of the relation `on`.
+    Index {
+        /// The indexed relation.
+        on: GlobalId,
+        /// The positions of the indexed columns in `on`'s columns, in key order.
+        columns: Vec<usize>,
+    },
+    /// A schema.
+    Schema,
+    /// A durable subscription to `from`.
+    Subscription {
+        /// The watched object.
+        from: GlobalId,
+    },
+    /// A sink delivering the changes of `from`.
+    Sink {
+        /// The watched object.
+        from: GlobalId,
+    },
+}

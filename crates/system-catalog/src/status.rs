@@ -1,0 +1,111 @@
+//! The running system as `fluxion_catalog` shows it: plain rows, asked for through
+//! [`SystemStatus`] whenever a query reads one of its relations.
+
+use std::fmt::Debug;
+use std::time::{Duration, SystemTime};
+
+use repr::{GlobalId, Timestamp};
+
+/// The live state of the running system; implemented by whoever runs it.
+pub trait SystemStatus: Send + Sync + Debug {
+    /// Every source's counters, in id order.
+    fn sources(&self) -> Vec<SourceStatus>;
+    /// Every durable subscription's log, in id order.
+    fn subscriptions(&self) -> Vec<SubscriptionStatus>;
+    /// Every running sink's delivery, in id order.
+    fn sinks(&self) -> Vec<SinkStatus>;
+    /// The rows each maintained view has left out, in id order.
+    fn view_errors(&self) -> Vec<ViewErrors>;
+    /// How far each arrangement has got, in id order.
+    fn frontiers(&self) -> Vec<ArrangementFrontier>;
+}
+
+/// What `fluxion_catalog.sources` and `source_stats` show of one source.
+#[derive(Clone, Debug)]
+pub struct SourceStatus {
+    /// The source.
+    pub id: GlobalId,
+    /// The connector (`counter`, `nexmark`, …).
+    pub connector: String,
+    /// `running`, `ended` or `failed`.
+    pub status: &'static str,
+    /// Rows made durable since the source was created (counted from this server's start).
+    pub rows: u64,
+    /// Bytes of those rows (Arrow memory size).
+    pub bytes: u64,
+    /// Records that could not become rows.
+    pub errors: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// The position after the last durable batch.
+    pub position: Option<String>,
+    /// Rows per second over the last few seconds.
+    pub rows_per_second: f64,
+    /// How far behind the upstream's head the source was after its last batch, where the
+    /// upstream can tell.
+    pub lag: Option<u64>,
+    /// Why the source stopped, if it failed.
+    pub last_error: Option<String>,
+    /// When the last batch was committed.
+    pub last_batch_at: Option<SystemTime>,
+}
+
+/// What `fluxion_catalog.subscriptions` shows of one durable subscription.
+#[derive(Clone, Debug)]
+pub struct SubscriptionStatus {
+    /// The subscription.
+    pub id: GlobalId,
+    /// Every change before this time is logged.
+    pub upper: Timestamp,
+    /// The oldest `AS OF` the log serves (0 until the first changes are logged).
+    pub earliest: Timestamp,
+    /// How long the log keeps history.
+    pub retention: Duration,
+    /// The log's size.
+    pub log_bytes: u64,
+    /// The subscribers reading it.
+    pub subscribers: usize,
+    /// Why it stopped, if it did.
+    pub failure: Option<String>,
+}
+
+/// What `fluxion_catalog.sink_stats` shows of one sink.
+#[derive(Clone, Debug)]
+pub struct SinkStatus {
+    /// The sink.
+    pub id: GlobalId,
+    /// The connector (`file`, `kafka`, `postgres`).
+    pub connector: String,
+    /// Changes handed to the target since the server started.
+    pub rows_delivered: u64,
+    /// The last time the target holds for good.
+    pub last_timestamp: Option<Timestamp>,
+    /// The oldest time handed to the target that it does not hold for good yet.
+    pub oldest_pending: Option<Timestamp>,
+    /// Why delivery last failed, until it succeeds again.
+    pub failure: Option<String>,
+}
+
+/// What `fluxion_catalog.view_errors` shows of one maintained view.
+#[derive(Clone, Debug)]
+pub struct ViewErrors {
+    /// The view's dataflow.
+    pub id: GlobalId,
+    /// Rows currently left out because an expression failed on them.
+    pub rows_left_out: i64,
+    /// Failures so far.
+    pub failures: u64,
+    /// The most recent error message.
+    pub last_error: String,
+}
+
+/// What `fluxion_catalog.frontiers` shows of one arrangement.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrangementFrontier {
+    /// The arrangement.
+    pub id: GlobalId,
+    /// Every update before this time is in it ([`Timestamp::MAX`] once closed for good).
+    pub upper: Timestamp,
+    /// Reads before this time are no longer possible.
+    pub since: Timestamp,
+}
