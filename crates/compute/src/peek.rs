@@ -2,15 +2,18 @@
 //!
 //! A peek at time `t` is served once the arrangement's upper frontier has passed `t` (every
 //! update at or before `t` is in it): the worker walks its part of the trace and sums, per
-//! row, the diffs of updates at times `<= t`. Each worker answers for the keys it owns; the
-//! controller gathers the answers.
+//! row, the diffs of updates at times `<= t`, a bounded number of rows per turn (see
+//! [`PeekRead`]). Each worker answers for the keys it owns; the controller gathers the
+//! answers.
 
-use differential_dataflow::trace::cursor::cursor_list;
-use differential_dataflow::trace::{Cursor, TraceReader};
+use std::sync::Arc;
+
+use differential_dataflow::trace::cursor::{cursor_list, CursorList};
+use differential_dataflow::trace::{Cursor, Navigable, TraceReader};
 use repr::{Diff, Row, Timestamp};
 use timely::progress::Antichain;
 
-use crate::arrangement::ExportedArrangement;
+use crate::arrangement::{ArrangementLayout, ExportedArrangement, RowTrace};
 use crate::command::{PeekFilter, PeekRequest};
 use crate::controller::ComputeError;
 
@@ -21,59 +24,106 @@ pub(crate) fn is_complete_at(arrangement: &mut ExportedArrangement, time: Timest
     !upper.less_equal(&time)
 }
 
-/// Reads the rows of `arrangement` at the request's time. The caller has checked that the
-/// arrangement is complete at that time.
-pub(crate) fn read_at(
-    arrangement: &mut ExportedArrangement,
-    request: &PeekRequest,
-) -> Result<Vec<(Row, Diff)>, ComputeError> {
-    let time = request.time;
-    let since = arrangement.trace.get_logical_compaction().to_owned();
-    if !since.less_equal(&time) {
-        return Err(ComputeError::Compacted {
+/// The batches of an arrangement's trace.
+type RowBatch = <RowTrace as TraceReader>::Batch;
+
+/// A cursor over several of an arrangement's batches at once.
+type RowCursor = CursorList<<RowBatch as Navigable>::Cursor>;
+
+/// A peek being answered: its batches, taken when the read began, and how far it has got.
+///
+/// A whole-arrangement read of millions of rows takes a while, and the worker has other
+/// work: key lookups (every write to a table with a primary key makes one), appends, other
+/// reads. So a read takes at most [`ROWS_PER_TURN`] rows at a time and the worker turns to
+/// its other work in between. The batches are immutable and held here, so a read sees the
+/// arrangement as it was when it began, however the trace merges or compacts meanwhile.
+pub(crate) struct PeekRead {
+    request: Arc<PeekRequest>,
+    layout: ArrangementLayout,
+    cursor: RowCursor,
+    storage: Vec<RowBatch>,
+    rows: Vec<(Row, Diff)>,
+}
+
+/// The most rows one read takes before the worker looks at its other work.
+const ROWS_PER_TURN: usize = 16 * 1024;
+
+impl PeekRead {
+    /// Begins reading `arrangement` at the request's time. The caller has checked that the
+    /// arrangement is complete at that time.
+    pub(crate) fn begin(
+        arrangement: &mut ExportedArrangement,
+        request: Arc<PeekRequest>,
+    ) -> Result<Self, (Arc<PeekRequest>, ComputeError)> {
+        let time = request.time;
+        let since = arrangement.trace.get_logical_compaction().to_owned();
+        let compacted = || ComputeError::Compacted {
             id: request.target,
             time,
             since: since.elements().first().copied().unwrap_or(Timestamp::MAX),
-        });
-    }
-    let mut upper = Antichain::new();
-    arrangement.trace.read_upper(&mut upper);
-    let Some(batches) = arrangement.trace.batches_through(upper.borrow()) else {
-        return Err(ComputeError::Compacted {
-            id: request.target,
-            time,
-            since: since.elements().first().copied().unwrap_or(Timestamp::MAX),
-        });
-    };
-    let (mut cursor, storage) = cursor_list(batches);
-    let layout = &arrangement.layout;
-    let mut rows = Vec::new();
-    match &request.filter {
-        PeekFilter::Key(key) => {
-            cursor.seek_key(&storage, key);
-            if cursor.get_key(&storage) == Some(key) {
-                read_values(&mut cursor, &storage, key, time, layout, &mut rows);
-            }
+        };
+        if !since.less_equal(&time) {
+            let error = compacted();
+            return Err((request, error));
         }
-        PeekFilter::Keys(keys) => {
-            let mut keys: Vec<&Row> = keys.iter().collect();
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                cursor.seek_key(&storage, key);
-                if cursor.get_key(&storage) == Some(key) {
-                    read_values(&mut cursor, &storage, key, time, layout, &mut rows);
+        let mut upper = Antichain::new();
+        arrangement.trace.read_upper(&mut upper);
+        let Some(batches) = arrangement.trace.batches_through(upper.borrow()) else {
+            let error = compacted();
+            return Err((request, error));
+        };
+        let (cursor, storage) = cursor_list(batches);
+        Ok(Self {
+            request,
+            layout: arrangement.layout.clone(),
+            cursor,
+            storage,
+            rows: Vec::new(),
+        })
+    }
+
+    /// The time the read is at.
+    pub(crate) fn time(&self) -> Timestamp {
+        self.request.time
+    }
+
+    /// Reads on for one turn; answers the request and returns `true` once the read is done.
+    pub(crate) fn step(&mut self) -> bool {
+        let time = self.request.time;
+        let (cursor, storage, layout, rows) =
+            (&mut self.cursor, &self.storage, &self.layout, &mut self.rows);
+        match &self.request.filter {
+            PeekFilter::Key(key) => {
+                cursor.seek_key(storage, key);
+                if cursor.get_key(storage) == Some(key) {
+                    read_values(cursor, storage, key, time, layout, rows);
+                }
+            }
+            PeekFilter::Keys(keys) => {
+                let mut keys: Vec<&Row> = keys.iter().collect();
+                keys.sort();
+                keys.dedup();
+                for key in keys {
+                    cursor.seek_key(storage, key);
+                    if cursor.get_key(storage) == Some(key) {
+                        read_values(cursor, storage, key, time, layout, rows);
+                    }
+                }
+            }
+            PeekFilter::All => {
+                let budget = rows.len() + ROWS_PER_TURN;
+                while let Some(key) = cursor.get_key(storage) {
+                    if rows.len() >= budget {
+                        return false;
+                    }
+                    read_values(cursor, storage, key, time, layout, rows);
+                    cursor.step_key(storage);
                 }
             }
         }
-        PeekFilter::All => {
-            while let Some(key) = cursor.get_key(&storage) {
-                read_values(&mut cursor, &storage, key, time, layout, &mut rows);
-                cursor.step_key(&storage);
-            }
-        }
+        let _ = self.request.reply.send(Ok(std::mem::take(rows)));
+        true
     }
-    Ok(rows)
 }
 
 /// Appends the rows stored under the cursor's current key, with their multiplicity at `time`.
@@ -82,7 +132,7 @@ fn read_values<C>(
     storage: &C::Storage,
     key: &Row,
     time: Timestamp,
-    layout: &crate::arrangement::ArrangementLayout,
+    layout: &ArrangementLayout,
     rows: &mut Vec<(Row, Diff)>,
 ) where
     C: for<'a> Cursor<Key<'a> = &'a Row, Val<'a> = &'a Row, Time = Timestamp, Diff = Diff>,

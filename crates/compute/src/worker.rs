@@ -16,7 +16,7 @@ use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
 use crate::frontier::{Frontier, Frontiers};
-use crate::peek;
+use crate::peek::{self, PeekRead};
 use crate::render::{self, RenderContext};
 use crate::stream::{StreamInputs, StreamReader};
 use crate::subscribe::{self, SinkMessage};
@@ -36,7 +36,10 @@ pub(crate) struct ComputeWorker<'w> {
     streams: BTreeMap<GlobalId, StreamInputs>,
     /// The subscriptions' dataflows, by subscription.
     subscriptions: BTreeMap<GlobalId, usize>,
+    /// Peeks waiting for their arrangement to catch up with their time.
     pending_peeks: Vec<Arc<PeekRequest>>,
+    /// Peeks being read, a turn at a time.
+    reading_peeks: Vec<PeekRead>,
     /// Reads before this time will not be requested any more (pending peeks aside).
     allowed_since: Timestamp,
 }
@@ -59,6 +62,7 @@ impl<'w> ComputeWorker<'w> {
             streams: BTreeMap::new(),
             subscriptions: BTreeMap::new(),
             pending_peeks: Vec::new(),
+            reading_peeks: Vec::new(),
             allowed_since: 0,
         }
     }
@@ -76,7 +80,9 @@ impl<'w> ComputeWorker<'w> {
             // A peek whose arrangement is already complete is answered before the worker
             // steps or parks, so a read does not wait for a park to time out.
             self.serve_peeks();
-            let park = if self.pending_peeks.is_empty() {
+            let park = if !self.reading_peeks.is_empty() {
+                Duration::ZERO
+            } else if self.pending_peeks.is_empty() {
                 Duration::from_millis(100)
             } else {
                 Duration::from_millis(1)
@@ -350,13 +356,14 @@ impl<'w> ComputeWorker<'w> {
         }
     }
 
-    /// Answers the peeks whose arrangement has caught up with their time.
+    /// Begins reading the peeks whose arrangement has caught up with their time, and reads
+    /// each peek being read for one turn.
     fn serve_peeks(&mut self) {
-        if self.pending_peeks.is_empty() {
+        if self.pending_peeks.is_empty() && self.reading_peeks.is_empty() {
             return;
         }
         let arrangements = &mut self.arrangements;
-        let before = self.pending_peeks.len();
+        let reading = &mut self.reading_peeks;
         self.pending_peeks.retain(|request| {
             let Some(arrangement) = arrangements.get_mut(&request.target) else {
                 let _ = request
@@ -367,10 +374,17 @@ impl<'w> ComputeWorker<'w> {
             if !peek::is_complete_at(arrangement, request.time) {
                 return true;
             }
-            let _ = request.reply.send(peek::read_at(arrangement, request));
+            match PeekRead::begin(arrangement, request.clone()) {
+                Ok(read) => reading.push(read),
+                Err((request, error)) => {
+                    let _ = request.reply.send(Err(error));
+                }
+            }
             false
         });
-        if self.pending_peeks.len() < before {
+        let before = self.reading_peeks.len();
+        self.reading_peeks.retain_mut(|read| !read.step());
+        if self.reading_peeks.len() < before {
             self.compact();
         }
     }
@@ -380,6 +394,7 @@ impl<'w> ComputeWorker<'w> {
         self.pending_peeks
             .iter()
             .map(|p| p.time)
+            .chain(self.reading_peeks.iter().map(PeekRead::time))
             .fold(self.allowed_since, Timestamp::min)
     }
 

@@ -63,31 +63,38 @@ impl Coordinator {
             )
         };
         let time = hold.time();
-        let mut snapshot = Vec::with_capacity(tables.len());
-        let mut rows = 0;
+        let mut contents = Vec::with_capacity(tables.len());
         for (id, codecs) in tables {
-            let contents = match self.compute.peek(id, time, PeekFilter::All).await {
-                Ok(contents) => contents,
+            match self.compute.peek(id, time, PeekFilter::All).await {
+                Ok(rows) => contents.push((id, codecs, rows)),
                 // Dropped since the checkpoint's time: recovery will not look for it.
                 Err(compute::ComputeError::UnknownArrangement(_)) => continue,
                 Err(e) => return Err(e.into()),
-            };
-            rows += contents.len();
-            let batch = codecs.decode(&contents)?;
-            let diffs = contents.iter().map(|(_, d)| *d).collect();
-            snapshot.push((
-                id,
-                ChangeBatch {
-                    time,
-                    rows: batch,
-                    diffs,
-                },
-            ));
+            }
         }
         drop(hold);
+        let rows: usize = contents.iter().map(|(_, _, rows)| rows.len()).sum();
         let this = self.arc()?;
+        // Decoding and writing millions of rows is blocking work: off the async runtime.
         tokio::task::spawn_blocking(move || {
-            this.wal.checkpoint(time, snapshot, positions, stream_ends)
+            let snapshot = contents
+                .into_iter()
+                .map(|(id, codecs, rows)| {
+                    let batch = codecs.decode(&rows)?;
+                    let diffs = rows.iter().map(|(_, d)| *d).collect();
+                    Ok((
+                        id,
+                        ChangeBatch {
+                            time,
+                            rows: batch,
+                            diffs,
+                        },
+                    ))
+                })
+                .collect::<Result<Vec<_>, CoordError>>()?;
+            this.wal
+                .checkpoint(time, snapshot, positions, stream_ends)
+                .map_err(CoordError::from)
         })
         .await
         .map_err(|e| CoordError::Internal(format!("checkpoint task failed: {e}")))??;

@@ -40,6 +40,10 @@ const SNAPSHOT_MAGIC: &[u8; 8] = b"FLUXSNAP";
 const SNAPSHOT_VERSION: u8 = 1;
 /// The most rows one snapshot entry holds, keeping frames far below their 4 GiB limit.
 const SNAPSHOT_CHUNK_ROWS: usize = 64 * 1024;
+/// A snapshot is synced every this many bytes as it is written. Left to the kernel, tens of
+/// megabytes of it would be written back at once, inside whichever fsync comes next (on
+/// ext4 the log's own, as commits make it), and commits would wait for all of them.
+const SNAPSHOT_SYNC_BYTES: usize = 8 * 1024 * 1024;
 
 /// Runs a checkpoint through `snapshot.time` with `snapshot` as the contents at that time.
 pub(super) fn run(shared: &Shared, dir: &Path, snapshot: WalRecord) -> Result<(), StorageError> {
@@ -150,9 +154,16 @@ fn write_entries(path: &Path, snapshot: &WalRecord) -> Result<(), StorageError> 
     header.extend_from_slice(&through.to_le_bytes());
     header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     out.write_all(&frame(&header)?).map_err(io_error)?;
+    let mut unsynced = 0;
     for record in entries {
-        out.write_all(&frame(&encode_record(&record)?)?)
-            .map_err(io_error)?;
+        let framed = frame(&encode_record(&record)?)?;
+        out.write_all(&framed).map_err(io_error)?;
+        unsynced += framed.len();
+        if unsynced >= SNAPSHOT_SYNC_BYTES {
+            out.flush().map_err(io_error)?;
+            out.get_ref().sync_data().map_err(io_error)?;
+            unsynced = 0;
+        }
     }
     let file = out.into_inner().map_err(|e| io_error(e.into_error()))?;
     file.sync_all().map_err(io_error)
