@@ -10,7 +10,7 @@ pub struct BenchServer {
     child: Child,
     /// The Postgres port.
     pub port: u16,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
 }
 
 impl BenchServer {
@@ -56,7 +56,7 @@ impl BenchServer {
         Ok(Self {
             child,
             port,
-            _data: data,
+            data,
         })
     }
 
@@ -76,7 +76,7 @@ impl BenchServer {
 
     /// The server's data directory.
     pub fn data_dir(&self) -> &std::path::Path {
-        self._data.path()
+        self.data.path()
     }
 
     /// The bytes of the server's data directory on disk (catalog, log, stream logs).
@@ -94,7 +94,7 @@ impl BenchServer {
                 })
                 .sum()
         }
-        walk(self._data.path())
+        walk(self.data.path())
     }
 
     /// Connects a client.
@@ -119,6 +119,29 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
         let _ = connection.await;
     });
     Ok(client)
+}
+
+/// Inserts one row for each `value` in `0..rows` into `table`, `columns` being the select
+/// list over `value` (`value, value % 97`), in statements of 100,000 rows.
+pub async fn load_series(
+    client: &tokio_postgres::Client,
+    table: &str,
+    columns: &str,
+    rows: i64,
+) -> Result<(), String> {
+    const CHUNK: i64 = 100_000;
+    let mut loaded = 0;
+    while loaded < rows {
+        let end = (loaded + CHUNK).min(rows) - 1;
+        client
+            .batch_execute(&format!(
+                "INSERT INTO {table} SELECT {columns} FROM generate_series({loaded}, {end}) AS t(value)"
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+        loaded = end + 1;
+    }
+    Ok(())
 }
 
 /// The value at quantile `q` (0..=1) of sorted `samples`.

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fluxion_benches::{ms, quantile, BenchServer};
+use fluxion_benches::{load_series, ms, quantile, BenchServer};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -121,18 +121,7 @@ async fn run_phase(server: &BenchServer, args: &Args) -> Result<Phase, String> {
         .batch_execute("CREATE TABLE items (id BIGINT PRIMARY KEY, price BIGINT NOT NULL)")
         .await
         .map_err(sql)?;
-    let chunk = 100_000;
-    let mut loaded = 0;
-    while loaded < args.rows {
-        let end = (loaded + chunk).min(args.rows) - 1;
-        client
-            .batch_execute(&format!(
-                "INSERT INTO items SELECT value, value % 97 FROM generate_series({loaded}, {end}) AS t(value)"
-            ))
-            .await
-            .map_err(sql)?;
-        loaded = end + 1;
-    }
+    load_series(&client, "items", "value, value % 97", args.rows).await?;
 
     let wal = server.data_dir().join("wal");
     let seen = Arc::new(Mutex::new(BTreeSet::new()));

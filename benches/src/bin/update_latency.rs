@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fluxion_benches::{ms, quantile, BenchServer};
+use fluxion_benches::{load_series, ms, quantile, BenchServer};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -53,18 +53,13 @@ async fn main() -> Result<(), String> {
         ))
         .await
         .map_err(sql)?;
-    let chunk = 100_000;
-    let mut loaded = 0;
-    while loaded < args.rows {
-        let end = (loaded + chunk).min(args.rows) - 1;
-        client
-            .batch_execute(&format!(
-                "INSERT INTO items SELECT value, value % {CATEGORIES}, value % 97 FROM generate_series({loaded}, {end}) AS t(value)"
-            ))
-            .await
-            .map_err(sql)?;
-        loaded = end + 1;
-    }
+    load_series(
+        &client,
+        "items",
+        &format!("value, value % {CATEGORIES}, value % 97"),
+        args.rows,
+    )
+    .await?;
     println!(
         "loaded {} rows in {:.1} s",
         args.rows,

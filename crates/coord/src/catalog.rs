@@ -8,10 +8,9 @@ use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
-use repr::{GlobalId, RelationDesc};
+use repr::{GlobalId, ItemKind, RelationDesc};
 use sql::catalog::{KeyedArrangement, RelationTable};
 use sql::session::DEFAULT_SCHEMA;
-use storage::ItemKind;
 
 use sql::ObjectRef;
 use system_catalog::SystemSchemas;
@@ -73,21 +72,7 @@ impl Item {
 
     /// The word for this kind in messages ("table", "materialized view", …).
     pub fn kind_name(&self) -> &'static str {
-        kind_name(self.kind)
-    }
-}
-
-/// The word for a kind in messages.
-pub(crate) fn kind_name(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Table => "table",
-        ItemKind::View => "view",
-        ItemKind::MaterializedView => "materialized view",
-        ItemKind::Index => "index",
-        ItemKind::Source => "source",
-        ItemKind::Sink => "sink",
-        ItemKind::Subscription => "subscription",
-        ItemKind::Schema => "schema",
+        self.kind.name()
     }
 }
 

@@ -4,7 +4,6 @@
 use std::sync::{Arc, RwLock};
 
 use repr::GlobalId;
-use storage::ItemKind;
 use system_catalog::{CatalogInput, CatalogItem, CatalogReader};
 
 use crate::catalog::{read, Catalog, Item, ItemDetails};
@@ -57,7 +56,7 @@ fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
     CatalogItem {
         name: item.name.clone(),
         schema: item.schema.clone(),
-        kind: item_kind(item.kind),
+        kind: item.kind,
         create_sql: item.create_sql.clone(),
         details,
     }
@@ -73,16 +72,3 @@ fn index_columns(catalog: &Catalog, index: GlobalId, on: GlobalId) -> Vec<usize>
         .unwrap_or_default()
 }
 
-/// The system catalogs' name for a kind of item.
-fn item_kind(kind: ItemKind) -> system_catalog::ItemKind {
-    match kind {
-        ItemKind::Table => system_catalog::ItemKind::Table,
-        ItemKind::View => system_catalog::ItemKind::View,
-        ItemKind::MaterializedView => system_catalog::ItemKind::MaterializedView,
-        ItemKind::Index => system_catalog::ItemKind::Index,
-        ItemKind::Source => system_catalog::ItemKind::Source,
-        ItemKind::Sink => system_catalog::ItemKind::Sink,
-        ItemKind::Subscription => system_catalog::ItemKind::Subscription,
-        ItemKind::Schema => system_catalog::ItemKind::Schema,
-    }
-}

@@ -1,9 +1,8 @@
 //! `COMMENT ON`: descriptions of tables, views, materialized views, indexes and columns, kept
 //! durably and shown in `pg_description` (psql `\d+`, SQLAlchemy, JDBC, Metabase read them).
 
-use repr::GlobalId;
+use repr::{GlobalId, ItemKind};
 use sql::{Comment, CommentTarget};
-use storage::ItemKind;
 
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;

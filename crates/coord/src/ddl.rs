@@ -13,16 +13,16 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use plan::Plan;
-use repr::{GlobalId, RelationDesc, Timestamp};
+use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
 use sql::catalog::KeyedArrangement;
 use sql::session::DEFAULT_SCHEMA;
 use sql::{
     CreateIndex, CreateSchema, CreateTable, CreateView, Drop, ObjectKind, ObjectRef, PlanContext,
     TableDefinition,
 };
-use storage::{CatalogItem, CatalogOp, ItemKind};
+use storage::{CatalogItem, CatalogOp};
 
-use crate::catalog::{kind_name, relation_table, Item, ItemDetails};
+use crate::catalog::{relation_table, Item, ItemDetails};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
@@ -604,7 +604,7 @@ impl Coordinator {
         if !drop.options.is_empty() {
             return Err(CoordError::invalid(format!(
                 "DROP {} takes no options",
-                kind_name(item_kind(drop.kind)).to_uppercase()
+                item_kind(drop.kind).name().to_uppercase()
             )));
         }
         self.drop_items(
@@ -628,7 +628,7 @@ impl Coordinator {
         cascade: bool,
     ) -> Result<ExecuteResponse, CoordError> {
         let search_path = session.search_path();
-        let type_name = kind_name(expected_kind);
+        let type_name = expected_kind.name();
         let expected = match expected_kind {
             ItemKind::Table => "a table",
             ItemKind::View => "a view",
@@ -671,8 +671,8 @@ impl Coordinator {
                         expected,
                         hint: Some(format!(
                             "Use DROP {} to remove a {}.",
-                            kind_name(item.kind).to_uppercase(),
-                            kind_name(item.kind)
+                            item.kind.name().to_uppercase(),
+                            item.kind.name()
                         )),
                     });
                 }

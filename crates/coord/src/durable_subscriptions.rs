@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pipelines::{DataflowGuard, DurableSubscriptions, Subscription, SubscriptionLog};
-use repr::GlobalId;
-use storage::{CatalogOp, ItemKind};
+use repr::{GlobalId, ItemKind};
+use storage::CatalogOp;
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;

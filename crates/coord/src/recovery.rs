@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use repr::{GlobalId, Timestamp};
-use storage::{ItemKind, WalRecord};
+use repr::{GlobalId, ItemKind, Timestamp};
+use storage::WalRecord;
 
 use sql::Statement;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use sql::{Explain, ObjectRef, Set, Show};
-use storage::ItemKind;
+use repr::ItemKind;
 
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use connectors::{ConnectorError, Format, SinkSpec, SourceOptions};
-use repr::GlobalId;
+use repr::{GlobalId, ItemKind};
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
@@ -67,7 +67,7 @@ impl Coordinator {
         let id = self.record_item(
             &schema,
             &name,
-            storage::ItemKind::Sink,
+            ItemKind::Sink,
             &create_sql,
             vec![from.id],
         )?;
@@ -96,7 +96,7 @@ impl Coordinator {
                 id,
                 name,
                 schema,
-                kind: storage::ItemKind::Sink,
+                kind: ItemKind::Sink,
                 create_sql: create_sql.to_string(),
                 depends_on: vec![from],
                 details: ItemDetails::Sink { from },
@@ -121,7 +121,7 @@ impl Coordinator {
         &self,
         items: &[storage::CatalogItem],
     ) -> Result<(), CoordError> {
-        for item in items.iter().filter(|i| i.kind == storage::ItemKind::Sink) {
+        for item in items.iter().filter(|i| i.kind == ItemKind::Sink) {
             let Some(sql::Statement::CreateSink(create)) = sql::parse(&item.create_sql)?.pop()
             else {
                 return Err(CoordError::Internal(format!(

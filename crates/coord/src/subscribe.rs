@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use pipelines::{output_schema, DataflowGuard, OutputShape, Subscription};
-use repr::{GlobalId, RowCodec};
+use repr::{GlobalId, ItemKind, RowCodec};
 use sql::{Query, Subscribe, SubscribeTarget};
 
 use crate::coordinator::Coordinator;
@@ -83,7 +83,7 @@ impl Coordinator {
             SubscribeTarget::Query(query) => query,
             SubscribeTarget::Object(name) => {
                 let item = self.resolve_item(session, name)?;
-                if item.relation().is_none() && item.kind != storage::ItemKind::View {
+                if item.relation().is_none() && item.kind != ItemKind::View {
                     return Err(CoordError::WrongObjectType {
                         name: item.name.clone(),
                         expected: "a table, source, view or materialized view",

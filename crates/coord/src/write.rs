@@ -10,9 +10,8 @@ use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::logical_expr::LogicalPlan;
-use repr::{consolidate, Diff, GlobalId, Row, Timestamp};
+use repr::{consolidate, Diff, GlobalId, ItemKind, Row, Timestamp};
 use sql::{Delete, Insert, ObjectRef, OnConflict, Update};
-use storage::ItemKind;
 
 use crate::catalog::Item;
 use crate::coordinator::Coordinator;

@@ -9,7 +9,7 @@ use std::path::Path;
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
-use repr::{GlobalId, Timestamp};
+use repr::{GlobalId, ItemKind, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::StorageError;
@@ -25,27 +25,6 @@ const NEXT_ID: &str = "next_id";
 const TIMESTAMP_HIGH_WATER: &str = "timestamp_high_water";
 /// The first id `allocate_id` hands out.
 const FIRST_ID: u64 = 1;
-
-/// What sort of object a catalog item is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ItemKind {
-    /// A table written by INSERT/UPDATE/DELETE.
-    Table,
-    /// A view: a named query, not maintained.
-    View,
-    /// A view whose results are maintained incrementally.
-    MaterializedView,
-    /// An index (arrangement) on another item.
-    Index,
-    /// An ingestion from the outside world.
-    Source,
-    /// An export to the outside world.
-    Sink,
-    /// A durable subscription: a view's changes, kept for a while (`CREATE SUBSCRIPTION`).
-    Subscription,
-    /// A namespace for the other items (`CREATE SCHEMA`).
-    Schema,
-}
 
 /// The schema of items stored before items carried one.
 fn default_schema() -> String {

@@ -18,7 +18,7 @@ mod change_log;
 mod error;
 mod wal;
 
-pub use catalog::{Catalog, CatalogItem, CatalogOp, ItemKind};
+pub use catalog::{Catalog, CatalogItem, CatalogOp};
 pub use change_log::{ChangeLog, ChangeLogReader, LogAppend};
 pub use error::StorageError;
 pub use wal::{Wal, WalOptions, WalRecord};

@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use repr::GlobalId;
+use repr::{GlobalId, ItemKind};
 use sql::session::DEFAULT_SCHEMA;
 
 /// Gives the current catalog; implemented by whoever owns the catalog.
@@ -46,27 +46,6 @@ pub struct CatalogItem {
     pub create_sql: String,
     /// What the catalogs show of this kind of item.
     pub details: ItemDetails,
-}
-
-/// The kinds of catalog items.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemKind {
-    /// A table written by INSERT/UPDATE/DELETE.
-    Table,
-    /// A view: a named query, not maintained.
-    View,
-    /// A view whose results are maintained incrementally.
-    MaterializedView,
-    /// An index (arrangement) on another item.
-    Index,
-    /// An ingestion from the outside world.
-    Source,
-    /// An export to the outside world.
-    Sink,
-    /// A durable subscription to a view's changes.
-    Subscription,
-    /// A namespace for the other items.
-    Schema,
 }
 
 /// What the catalogs show of each kind of item.

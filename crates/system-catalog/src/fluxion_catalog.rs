@@ -11,9 +11,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::datasource::MemTable;
 use datafusion::error::Result as DfResult;
-use repr::{wall_clock_ms, GlobalId, Timestamp};
+use repr::{wall_clock_ms, GlobalId, ItemKind, Timestamp};
 
-use crate::catalog_input::{CatalogInput, CatalogReader, ItemDetails, ItemKind};
+use crate::catalog_input::{CatalogInput, CatalogReader, ItemDetails};
 use crate::oids::FLUXION_CATALOG_NAMESPACE;
 use crate::source_errors::{
     source_errors_desc, source_errors_relation, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
@@ -343,7 +343,7 @@ impl FluxionCatalog {
         let mut lags = Vec::new();
         for frontier in frontiers {
             let (schema_name, name, kind) = match catalog.items.get(&frontier.id) {
-                Some(item) => (item.schema.clone(), item.name.clone(), item_type(item.kind)),
+                Some(item) => (item.schema.clone(), item.name.clone(), item.kind.name()),
                 None if frontier.id == SOURCE_ERRORS => (
                     SYSTEM_SCHEMA.to_string(),
                     SOURCE_ERRORS_NAME.to_string(),
@@ -417,19 +417,6 @@ fn lag_ms(oldest_pending: Option<Timestamp>) -> u64 {
     oldest_pending.map_or(0, |oldest| wall_clock_ms().saturating_sub(oldest))
 }
 
-/// How `frontiers.object_type` names an item's kind.
-fn item_type(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Table => "table",
-        ItemKind::View => "view",
-        ItemKind::MaterializedView => "materialized view",
-        ItemKind::Index => "index",
-        ItemKind::Source => "source",
-        ItemKind::Sink => "sink",
-        ItemKind::Subscription => "subscription",
-        ItemKind::Schema => "schema",
-    }
-}
 
 #[async_trait]
 impl SchemaProvider for FluxionCatalog {

@@ -33,7 +33,7 @@ mod source_errors;
 mod status;
 mod types;
 
-pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails, ItemKind};
+pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails};
 pub use oids::item_oid;
 pub use pg_functions::{display_reg_types, register_functions};
 pub use schemas::SystemSchemas;

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use repr::pg_type::{format_type, pg_type_of_field, type_modifier};
-use repr::GlobalId;
+use repr::{GlobalId, ItemKind};
 
-use crate::catalog_input::{CatalogInput, CatalogItem, ItemDetails, ItemKind};
+use crate::catalog_input::{CatalogInput, CatalogItem, ItemDetails};
 use crate::fluxion_catalog;
 use crate::oids;
 use crate::pg15_relations::relations;

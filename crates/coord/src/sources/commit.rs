@@ -10,8 +10,7 @@ use connectors::{Change, SourceBatch};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring};
-use repr::{Diff, GlobalId, Row, Timestamp};
-use storage::ItemKind;
+use repr::{Diff, GlobalId, ItemKind, Row, Timestamp};
 use system_catalog::SOURCE_ERRORS;
 
 use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};

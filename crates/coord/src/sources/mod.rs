@@ -28,9 +28,8 @@ use connectors::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use pipelines::{SourceWiring, ERROR_TABLE_OPTION};
-use repr::{GlobalId, RelationDesc};
+use repr::{GlobalId, ItemKind, RelationDesc};
 use sql::{CreateSource, Drop};
-use storage::ItemKind;
 
 pub use webhook::{WebhookError, WebhookReceipt};
 
@@ -243,10 +242,7 @@ impl Coordinator {
             Ok(opened) => opened,
             Err(e) => {
                 let message = e.to_string();
-                self.sources.update(id, |stats| {
-                    stats.status = "failed";
-                    stats.last_error = Some(message);
-                });
+                self.sources.update(id, |stats| stats.fail(message));
                 return Err(connector_error(e));
             }
         };

@@ -10,8 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use connectors::SourceOutput;
-use repr::GlobalId;
-use storage::ItemKind;
+use repr::{GlobalId, ItemKind};
 
 use crate::catalog::{read, ItemDetails};
 use crate::coordinator::Coordinator;

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use repr::ItemKind;
 
 /// Why a webhook request was refused.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +46,7 @@ impl Coordinator {
     ) -> Result<WebhookReceipt, WebhookError> {
         let id = crate::catalog::read(&self.catalog)
             .by_name(schema, source)
-            .filter(|item| item.kind == storage::ItemKind::Source)
+            .filter(|item| item.kind == ItemKind::Source)
             .map(|item| item.id)
             .ok_or_else(|| WebhookError::NotFound(format!("no source {schema}.{source}")))?;
         let (webhook, wiring) = self.sources.webhook(id).ok_or_else(|| {

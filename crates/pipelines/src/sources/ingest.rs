@@ -17,7 +17,7 @@ use repr::{GlobalId, Timestamp};
 use tokio::sync::mpsc;
 
 use super::flow_control::CommitWindow;
-use super::registry::SourceRegistry;
+use super::registry::{SourceRegistry, SourceStats};
 
 /// Batches read ahead of the one being committed.
 const READ_AHEAD: usize = 4;
@@ -130,10 +130,9 @@ pub fn spawn_ingest<C: SourceCommitter>(
                         }
                         Err(e) => {
                             tracing::error!(source = %name, error = %e, "source stopped: a batch could not be committed");
-                            committer.sources().update(id, |stats| {
-                                stats.status = "failed";
-                                stats.last_error = Some(e.to_string());
-                            });
+                            committer
+                                .sources()
+                                .update(id, |stats| stats.fail(e.to_string()));
                             break;
                         }
                     }
@@ -142,15 +141,14 @@ pub fn spawn_ingest<C: SourceCommitter>(
                     tracing::info!(source = %name, "source ended");
                     committer
                         .sources()
-                        .update(id, |stats| stats.status = "ended");
+                        .update(id, SourceStats::end);
                     break;
                 }
                 Err(e) => {
                     tracing::error!(source = %name, error = %e, "source failed");
-                    committer.sources().update(id, |stats| {
-                        stats.status = "failed";
-                        stats.last_error = Some(e.to_string());
-                    });
+                    committer
+                        .sources()
+                        .update(id, |stats| stats.fail(e.to_string()));
                     break;
                 }
             }

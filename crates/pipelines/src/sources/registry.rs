@@ -14,50 +14,32 @@ use super::ingest::SourceWiring;
 /// How often the rows/s figure is refreshed.
 const RATE_WINDOW_SECS: f64 = 5.0;
 
-/// A source's counters (`fluxion_catalog.source_stats` shows them).
+/// A source's counters: what `fluxion_catalog.source_stats` shows, and the window its
+/// rows/s figure is counted over.
 #[derive(Debug, Clone)]
 pub struct SourceStats {
-    /// The connector (`counter`, `nexmark`, …).
-    pub connector: String,
-    /// `running`, `ended` or `failed`.
-    pub status: &'static str,
-    /// Rows made durable since the source was created (this process counts from recovery).
-    pub rows: u64,
-    /// Bytes of those rows (Arrow memory size).
-    pub bytes: u64,
-    /// Records that could not become rows.
-    pub errors: u64,
-    /// Batches committed.
-    pub batches: u64,
-    /// The position after the last durable batch.
-    pub position: Option<String>,
-    /// Rows per second over the last few seconds.
-    pub rows_per_second: f64,
-    /// How far behind the upstream's head the source was after its last batch, where the
-    /// upstream can tell.
-    pub lag: Option<u64>,
-    /// Why the source stopped, if it failed.
-    pub last_error: Option<String>,
-    /// When the last batch was committed.
-    pub last_batch_at: Option<SystemTime>,
+    shown: SourceStatus,
     window_started: Instant,
     window_rows: u64,
 }
 
 impl SourceStats {
-    fn new(connector: &str, position: Option<String>) -> Self {
+    fn new(id: GlobalId, connector: &str, position: Option<String>) -> Self {
         Self {
-            connector: connector.to_string(),
-            status: "running",
-            rows: 0,
-            bytes: 0,
-            errors: 0,
-            batches: 0,
-            position,
-            rows_per_second: 0.0,
-            lag: None,
-            last_error: None,
-            last_batch_at: None,
+            shown: SourceStatus {
+                id,
+                connector: connector.to_string(),
+                status: "running",
+                rows: 0,
+                bytes: 0,
+                errors: 0,
+                batches: 0,
+                position,
+                rows_per_second: 0.0,
+                lag: None,
+                last_error: None,
+                last_batch_at: None,
+            },
             window_started: Instant::now(),
             window_rows: 0,
         }
@@ -72,38 +54,32 @@ impl SourceStats {
         position: String,
         lag: Option<u64>,
     ) {
-        self.lag = lag.or(self.lag);
-        self.rows += rows;
-        self.bytes += bytes;
-        self.errors += errors;
-        self.batches += 1;
-        self.position = Some(position);
-        self.last_batch_at = Some(SystemTime::now());
+        let shown = &mut self.shown;
+        shown.lag = lag.or(shown.lag);
+        shown.rows += rows;
+        shown.bytes += bytes;
+        shown.errors += errors;
+        shown.batches += 1;
+        shown.position = Some(position);
+        shown.last_batch_at = Some(SystemTime::now());
         self.window_rows += rows;
         let elapsed = self.window_started.elapsed().as_secs_f64();
         if elapsed >= RATE_WINDOW_SECS {
-            self.rows_per_second = self.window_rows as f64 / elapsed;
+            shown.rows_per_second = self.window_rows as f64 / elapsed;
             self.window_rows = 0;
             self.window_started = Instant::now();
         }
     }
 
-    /// What `fluxion_catalog` shows of source `id`.
-    fn status(&self, id: GlobalId) -> SourceStatus {
-        SourceStatus {
-            id,
-            connector: self.connector.clone(),
-            status: self.status,
-            rows: self.rows,
-            bytes: self.bytes,
-            errors: self.errors,
-            batches: self.batches,
-            position: self.position.clone(),
-            rows_per_second: self.rows_per_second,
-            lag: self.lag,
-            last_error: self.last_error.clone(),
-            last_batch_at: self.last_batch_at,
-        }
+    /// The source stopped because of `error`.
+    pub fn fail(&mut self, error: String) {
+        self.shown.status = "failed";
+        self.shown.last_error = Some(error);
+    }
+
+    /// The source has nothing more to read.
+    pub fn end(&mut self) {
+        self.shown.status = "ended";
     }
 }
 
@@ -150,13 +126,12 @@ impl SourceRegistry {
         let stats = match entries.remove(&id) {
             Some(old) => {
                 old.stop.store(true, Ordering::Release);
-                SourceStats {
-                    status: "running",
-                    position,
-                    ..old.stats
-                }
+                let mut stats = old.stats;
+                stats.shown.status = "running";
+                stats.shown.position = position;
+                stats
             }
-            None => SourceStats::new(connector, position),
+            None => SourceStats::new(id, connector, position),
         };
         entries.insert(
             id,
@@ -193,7 +168,7 @@ impl SourceRegistry {
 
     /// The position after source `id`'s last durable batch.
     pub fn position(&self, id: GlobalId) -> Option<String> {
-        self.lock().get(&id)?.stats.position.clone()
+        self.lock().get(&id)?.stats.shown.position.clone()
     }
 
     /// Stops a source and forgets it.
@@ -221,7 +196,7 @@ impl SourceRegistry {
     pub fn snapshot(&self) -> Vec<SourceStatus> {
         self.lock()
             .iter()
-            .map(|(id, e)| e.stats.status(*id))
+            .map(|(_, e)| e.stats.shown.clone())
             .collect()
     }
 
@@ -229,7 +204,7 @@ impl SourceRegistry {
     pub fn positions(&self) -> Vec<(GlobalId, String)> {
         self.lock()
             .iter()
-            .filter_map(|(id, e)| Some((*id, e.stats.position.clone()?)))
+            .filter_map(|(id, e)| Some((*id, e.stats.shown.position.clone()?)))
             .collect()
     }
 }

@@ -450,10 +450,14 @@ mod tests {
 
     use super::*;
 
-    fn parse(sql: &str) -> Option<SubscribeStatement> {
+    /// Runs `f` on a parser of `sql`.
+    fn with_parser<T>(sql: &str, f: impl FnOnce(&mut Parser) -> T) -> T {
         let dialect = PostgreSqlDialect {};
-        let mut parser = Parser::new(&dialect).try_with_sql(sql).unwrap();
-        parse_subscribe_statement(&mut parser).unwrap()
+        f(&mut Parser::new(&dialect).try_with_sql(sql).unwrap())
+    }
+
+    fn parse(sql: &str) -> Option<SubscribeStatement> {
+        with_parser(sql, |parser| parse_subscribe_statement(parser).unwrap())
     }
 
     fn subscribe(sql: &str) -> Subscribe {
@@ -513,14 +517,10 @@ mod tests {
             "FETCH BACKWARD 2 FROM c",
             "SELECT 1",
         ] {
-            let dialect = PostgreSqlDialect {};
-            let mut parser = Parser::new(&dialect).try_with_sql(sql).unwrap();
-            assert_eq!(
-                parse_subscribe_statement(&mut parser).unwrap(),
-                None,
-                "{sql}"
-            );
-            assert!(parser.parse_statement().is_ok(), "{sql} parses after");
+            with_parser(sql, |parser| {
+                assert_eq!(parse_subscribe_statement(parser).unwrap(), None, "{sql}");
+                assert!(parser.parse_statement().is_ok(), "{sql} parses after");
+            });
         }
     }
 
@@ -549,9 +549,8 @@ mod tests {
             "FETCH 1 c WITH (timeout = 'soon')",
             "FETCH 1 c WITH (color = '1s')",
         ] {
-            let dialect = PostgreSqlDialect {};
-            let mut parser = Parser::new(&dialect).try_with_sql(sql).unwrap();
-            assert!(parse_subscribe_statement(&mut parser).is_err(), "{sql}");
+            let failed = with_parser(sql, |parser| parse_subscribe_statement(parser).is_err());
+            assert!(failed, "{sql}");
         }
     }
 
@@ -579,14 +578,10 @@ mod tests {
             Some(SubscribeStatement::Drop { if_exists: true, ref names }) if names.len() == 2
         ));
         for sql in ["CREATE TABLE t (a INT)", "DROP TABLE t"] {
-            let dialect = PostgreSqlDialect {};
-            let mut parser = Parser::new(&dialect).try_with_sql(sql).unwrap();
-            assert_eq!(
-                parse_subscribe_statement(&mut parser).unwrap(),
-                None,
-                "{sql}"
-            );
-            assert!(parser.parse_statement().is_ok(), "{sql} parses after");
+            with_parser(sql, |parser| {
+                assert_eq!(parse_subscribe_statement(parser).unwrap(), None, "{sql}");
+                assert!(parser.parse_statement().is_ok(), "{sql} parses after");
+            });
         }
     }
 
