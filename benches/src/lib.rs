@@ -53,11 +53,7 @@ impl BenchServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(Self {
-            child,
-            port,
-            data,
-        })
+        Ok(Self { child, port, data })
     }
 
     /// The server's resident memory, in MiB (Linux only; `None` elsewhere).

@@ -90,8 +90,12 @@ impl PeekRead {
     /// Reads on for one turn; answers the request and returns `true` once the read is done.
     pub(crate) fn step(&mut self) -> bool {
         let time = self.request.time;
-        let (cursor, storage, layout, rows) =
-            (&mut self.cursor, &self.storage, &self.layout, &mut self.rows);
+        let (cursor, storage, layout, rows) = (
+            &mut self.cursor,
+            &self.storage,
+            &self.layout,
+            &mut self.rows,
+        );
         match &self.request.filter {
             PeekFilter::Key(key) => {
                 cursor.seek_key(storage, key);

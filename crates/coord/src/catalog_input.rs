@@ -71,4 +71,3 @@ fn index_columns(catalog: &Catalog, index: GlobalId, on: GlobalId) -> Vec<usize>
         .map(|lookup| lookup.columns.clone())
         .unwrap_or_default()
 }
-

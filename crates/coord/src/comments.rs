@@ -21,7 +21,7 @@ impl Coordinator {
         session: &Session,
         comment: Comment,
     ) -> Result<ExecuteResponse, CoordError> {
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         let (id, column) = self.comment_target(session, &comment.target)?;
         let key = comment_key(id, column);
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
@@ -53,9 +53,9 @@ impl Coordinator {
                     ItemKind::Schema => catalog.schema_item(&name.name),
                     _ => catalog.resolve(name, &search_path),
                 };
-                let item = found.filter(|item| item.kind == kind).ok_or_else(|| {
-                    CoordError::unknown(crate::catalog::kind_name(kind), name.name.clone())
-                })?;
+                let item = found
+                    .filter(|item| item.kind == kind)
+                    .ok_or_else(|| CoordError::unknown(kind.name(), name.name.clone()))?;
                 return Ok((item.id, 0));
             }
             CommentTarget::Column { relation, column } => (relation, column),

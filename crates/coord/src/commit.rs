@@ -1,20 +1,26 @@
 //! Committing writes: the sequencer that orders them, and making them durable and visible at
-//! one new timestamp.
+//! one new timestamp. Commits share fsyncs: see [`crate::in_flight`].
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use repr::{consolidate, ChangeBatch, Diff, GlobalId, Row, Timestamp};
 use storage::WalRecord;
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{MutexGuard, OwnedMutexGuard};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::in_flight::TableChanges;
 use crate::session::{PendingWrites, Session, Transaction};
+use crate::timestamps::ReadHold;
 
 impl Coordinator {
-    /// Takes the sequencer for a statement that commits by itself (outside a block).
+    /// Takes the sequencer for a statement that commits by itself (outside a block). Commits
+    /// ordered before may still be in flight: such a statement reads through
+    /// [`Self::write_snapshot`].
     pub(crate) async fn lock_for_autocommit(
         &self,
         session: &Session,
@@ -25,8 +31,36 @@ impl Coordinator {
         }
     }
 
-    /// Commits on a task of its own, holding `sequencer` until it is done: a client that
-    /// cancels its statement cannot stop a commit halfway (logged but not applied).
+    /// Takes the sequencer once no commit is in flight: for DDL, checkpoints and whatever
+    /// else needs every ordered commit visible.
+    pub(crate) async fn lock_sequencer(&self) -> MutexGuard<'_, ()> {
+        let sequencer = self.sequencer.lock().await;
+        self.in_flight.drain().await;
+        sequencer
+    }
+
+    /// What a write reads: a held time and the changes to lay over it. In a block, the
+    /// block's own writes; for a statement that commits by itself (holding the sequencer),
+    /// the changes of the commits in flight, taken together with the time so that each
+    /// ordered commit is in exactly one of them.
+    pub(crate) fn write_snapshot(&self, session: &Session) -> (ReadHold, PendingWrites) {
+        match &session.transaction {
+            Transaction::Block(block) => (
+                self.holds.hold_read_time(&self.oracle),
+                block.writes.clone(),
+            ),
+            _ => {
+                let (hold, tables) = self
+                    .in_flight
+                    .overlay_with(|| self.holds.hold_read_time(&self.oracle));
+                (hold, PendingWrites { tables })
+            }
+        }
+    }
+
+    /// Commits on a task of its own, so that a client that cancels its statement cannot stop
+    /// a commit halfway (logged but not applied). The task holds `sequencer` until the commit
+    /// is ordered, then lets later commits share its fsync.
     pub(crate) async fn commit_detached(
         &self,
         writes: PendingWrites,
@@ -35,8 +69,12 @@ impl Coordinator {
     ) -> Result<Option<Timestamp>, CoordError> {
         let this = self.arc()?;
         tokio::spawn(async move {
-            let _sequencer = sequencer;
-            this.commit_writes(writes, &reads).await
+            let staged = this.stage_writes(writes, &reads).await;
+            drop(sequencer);
+            match staged? {
+                Some(staged) => this.finish_commit(staged).await.map(Some),
+                None => Ok(None),
+            }
         })
         .await
         .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
@@ -59,13 +97,18 @@ impl Coordinator {
                 Ok(())
             }
             _ => {
-                let sequencer = match sequencer {
-                    Some(sequencer) => sequencer,
-                    None => self.sequencer.clone().lock_owned().await,
+                // A statement that held the sequencer from its read on read every commit
+                // ordered before it: nothing can have changed under it. Otherwise the table
+                // must not have been written since the read.
+                let (sequencer, reads) = match sequencer {
+                    Some(sequencer) => (sequencer, BTreeMap::new()),
+                    None => (
+                        self.sequencer.clone().lock_owned().await,
+                        BTreeMap::from([(table, read_time)]),
+                    ),
                 };
                 let mut pending = PendingWrites::default();
                 pending.tables.insert(table, writes);
-                let reads = BTreeMap::from([(table, read_time)]);
                 self.commit_detached(pending, reads, sequencer)
                     .await
                     .map(|_| ())
@@ -73,12 +116,14 @@ impl Coordinator {
         }
     }
 
-    /// Makes `writes` durable at a new timestamp and visible. The caller holds the sequencer.
-    pub(crate) async fn commit_writes(
+    /// Orders `writes` at a new timestamp and queues them for the log (`None` if they
+    /// change nothing), after checking that no table in `reads` was written after it was
+    /// read. The caller holds the sequencer.
+    async fn stage_writes(
         &self,
         writes: PendingWrites,
         reads: &BTreeMap<GlobalId, Timestamp>,
-    ) -> Result<Option<Timestamp>, CoordError> {
+    ) -> Result<Option<StagedCommit>, CoordError> {
         {
             let last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
             for (table, read_time) in reads {
@@ -98,6 +143,7 @@ impl Coordinator {
             }
         }
         let mut commit = CommitBatch::default();
+        let mut overlay: TableChanges = Vec::new();
         for (table, rows) in writes.tables {
             let rows = consolidate(rows);
             if rows.is_empty() {
@@ -117,21 +163,34 @@ impl Coordinator {
                 pairs: codecs.arrangement_pairs(&rows)?,
                 rows: batch,
             });
+            overlay.push((table, Arc::from(rows)));
         }
         if commit.is_empty() {
             return Ok(None);
         }
-        self.commit_changes(commit).await.map(Some)
+        self.stage_commit(commit, overlay).await.map(Some)
     }
 
-    /// Makes `commit` durable and visible at a new timestamp: streamed rows are appended to
-    /// their stream logs, then one WAL record holds the arranged changes, the sources'
-    /// positions and the streams' new lengths (the commit point of all of it), then compute
-    /// gets every change at that time. The caller holds the sequencer.
+    /// Makes `commit` durable and visible at a new timestamp. The caller holds the
+    /// sequencer throughout.
     pub(crate) async fn commit_changes(
         &self,
         commit: CommitBatch,
     ) -> Result<Timestamp, CoordError> {
+        let staged = self.stage_commit(commit, Vec::new()).await?;
+        self.finish_commit(staged).await
+    }
+
+    /// Orders `commit` at a new timestamp: streamed rows are appended to their stream logs,
+    /// then one WAL record holding the arranged changes, the sources' positions and the
+    /// streams' new lengths (the commit point of all of it) is queued for the log. `overlay`
+    /// is the commit's table changes as later writers read them until it is visible. The
+    /// caller holds the sequencer.
+    async fn stage_commit(
+        &self,
+        commit: CommitBatch,
+        overlay: TableChanges,
+    ) -> Result<StagedCommit, CoordError> {
         let allocation = self.oracle.allocate();
         if let Some(high_water) = allocation.persist_high_water {
             self.durable.advance_timestamp_high_water(high_water)?;
@@ -148,7 +207,7 @@ impl Coordinator {
                     .collect(),
             )
             .await?;
-        let (changes, applied): (Vec<_>, Vec<_>) = commit
+        let (changes, arranged): (Vec<_>, Vec<_>) = commit
             .arranged
             .into_iter()
             .map(|change| {
@@ -167,27 +226,66 @@ impl Coordinator {
             changes,
         };
         let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
-        if let Err(e) = self.wal.append(record).await {
+        {
+            let mut last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+            for (id, _) in &arranged {
+                last_write.insert(*id, time);
+            }
+        }
+        let durable = Box::pin(self.wal.append(record));
+        self.in_flight.register(time, overlay);
+        Ok(StagedCommit {
+            time,
+            durable,
+            stream_ends,
+            visible: CommitEffects {
+                arranged,
+                streamed: commit
+                    .streamed
+                    .into_iter()
+                    .map(|s| (s.id, s.updates))
+                    .collect(),
+                // A commit that only appended to streams still grows the log by a record.
+                logged_rows: logged_rows.max(1) as u64,
+            },
+        })
+    }
+
+    /// Waits until `staged` is durable (sharing the fsync with whatever was queued with
+    /// it), then until it and every commit ordered before it are visible.
+    async fn finish_commit(&self, staged: StagedCommit) -> Result<Timestamp, CoordError> {
+        let StagedCommit {
+            time,
+            durable,
+            stream_ends,
+            visible,
+        } = staged;
+        let logged = durable.await;
+        if logged.is_err() {
             self.streams.undo_appends(&stream_ends);
-            return Err(e.into());
         }
-        for (id, pairs) in applied {
+        let effects = logged.is_ok().then_some(visible);
+        self.in_flight.settle(time, effects, |time, effects| {
+            self.make_visible(time, effects)
+        });
+        self.in_flight.wait_settled(time).await;
+        logged?;
+        Ok(time)
+    }
+
+    /// Hands the durable commit at `time` to compute and makes it the read time. Called in
+    /// time order.
+    fn make_visible(&self, time: Timestamp, effects: CommitEffects) {
+        for (id, pairs) in effects.arranged {
             self.compute.append(id, time, pairs);
-            self.last_write
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, time);
         }
-        for streamed in commit.streamed {
-            self.compute
-                .append_stream(streamed.id, time, streamed.updates);
+        for (id, updates) in effects.streamed {
+            self.compute.append_stream(id, time, updates);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
         self.allow_compaction_after(time);
-        // A commit that only appended to streams still grows the log by a record.
-        self.note_logged_rows(logged_rows.max(1) as u64);
-        Ok(time)
+        self.note_logged_rows(effects.logged_rows);
     }
 }
 
@@ -219,7 +317,7 @@ impl Coordinator {
         if !idle(self) {
             return Ok(());
         }
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         if !idle(self) {
             return Ok(());
         }
@@ -241,6 +339,23 @@ impl Coordinator {
         let since = self.holds.earliest().unwrap_or(retained).min(retained);
         self.compute.allow_compaction(since);
     }
+}
+
+/// A commit ordered and queued for the log, not yet known to be durable.
+struct StagedCommit {
+    time: Timestamp,
+    durable: Pin<Box<dyn Future<Output = Result<(), storage::StorageError>> + Send>>,
+    /// Where its streamed rows went (undone if the log fails).
+    stream_ends: Vec<(GlobalId, storage::LogAppend)>,
+    /// What making it visible takes.
+    visible: CommitEffects,
+}
+
+/// What a durable commit changes in compute.
+pub(crate) struct CommitEffects {
+    arranged: Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
+    streamed: Vec<(GlobalId, Vec<(Row, Diff)>)>,
+    logged_rows: u64,
 }
 
 /// What one commit makes durable and visible at one new timestamp.

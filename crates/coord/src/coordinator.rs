@@ -11,7 +11,9 @@ use repr::{GlobalId, Timestamp};
 use sql::{ObjectKind, PlanContext, Statement};
 
 use crate::catalog::{Catalog, CatalogProviderImpl};
+use crate::commit::CommitEffects;
 use crate::error::CoordError;
+use crate::in_flight::InFlightCommits;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::system_status::RunningSystem;
@@ -42,6 +44,8 @@ pub struct Coordinator {
     pub(crate) base_state: SessionState,
     /// Serializes DDL and commits: one writer at a time decides the next timestamp.
     pub(crate) sequencer: Arc<tokio::sync::Mutex<()>>,
+    /// Commits ordered but not yet visible (group commit).
+    pub(crate) in_flight: InFlightCommits<CommitEffects>,
     /// The time each table was last written at (for transaction validation).
     pub(crate) last_write: Mutex<HashMap<GlobalId, Timestamp>>,
     /// Row codecs of the tables, for writing.
@@ -103,6 +107,7 @@ impl Coordinator {
             holds: Arc::new(ReadHolds::default()),
             base_state,
             sequencer: Arc::new(tokio::sync::Mutex::new(())),
+            in_flight: InFlightCommits::new(floor),
             last_write: Mutex::new(HashMap::new()),
             table_codecs: RwLock::new(HashMap::new()),
             rows_since_checkpoint: AtomicU64::new(0),

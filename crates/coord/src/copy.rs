@@ -90,10 +90,10 @@ impl Coordinator {
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
         let sequencer = self.lock_for_autocommit(session).await;
-        let hold = self.holds.hold_read_time(&self.oracle);
+        let (hold, overlay) = self.write_snapshot(session);
         let read_time = hold.time();
         let writes = self
-            .plain_insert(session, &codecs, &table, &batch, read_time)
+            .plain_insert(&overlay, &codecs, &table, &batch, read_time)
             .await?;
         self.apply_writes(session, table.id, writes, read_time, sequencer)
             .await?;

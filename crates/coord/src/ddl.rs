@@ -99,7 +99,7 @@ impl Coordinator {
         create.name = self.name_for_new_item(session, &create.name)?;
         let create_sql = create.to_sql();
         let planned = self.plan_table(&create)?;
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         self.record_table(
             session,
             ItemKind::Table,
@@ -164,7 +164,7 @@ impl Coordinator {
             "CREATE VIEW"
         };
         let planned = self.plan_view(&create).await?;
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         if self.exists(
             session,
             &planned.schema,
@@ -214,7 +214,7 @@ impl Coordinator {
         create.on = ObjectRef::qualified(&on.schema, &on.name);
         let create_sql = create.to_sql();
         let planned = self.plan_index(&create)?;
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         if self.exists(
             session,
             &planned.schema,
@@ -255,7 +255,7 @@ impl Coordinator {
             name,
             if_not_exists,
         } = create;
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         let taken = {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
             catalog.has_schema(&name) || system_catalog::is_system_schema(&name)
@@ -640,7 +640,7 @@ impl Coordinator {
             ItemKind::Schema => "a schema",
         };
         let tag = format!("DROP {}", type_name.to_uppercase());
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         let mut to_drop: Vec<GlobalId> = Vec::new();
         {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());

@@ -24,6 +24,7 @@ mod ddl;
 mod describe;
 mod durable_subscriptions;
 mod error;
+mod in_flight;
 mod name_resolution;
 mod query_context;
 mod read;

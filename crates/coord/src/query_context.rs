@@ -45,6 +45,16 @@ impl Coordinator {
     /// laid over the committed contents.
     pub(crate) fn query_context(&self, session: &Session, overlay: &PendingWrites) -> QueryContext {
         let hold = self.holds.hold_read_time(&self.oracle);
+        self.query_context_at(session, hold, overlay)
+    }
+
+    /// [`Self::query_context`] reading at `hold`'s time.
+    pub(crate) fn query_context_at(
+        &self,
+        session: &Session,
+        hold: ReadHold,
+        overlay: &PendingWrites,
+    ) -> QueryContext {
         let reader = ArrangementReader {
             compute: self.compute.clone(),
             streams: self.streams.clone(),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use sql::{Explain, ObjectRef, Set, Show};
 use repr::ItemKind;
+use sql::{Explain, ObjectRef, Set, Show};
 
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;

@@ -33,7 +33,7 @@ impl Coordinator {
         create.name = self.name_for_new_item(session, &create.name)?;
         let from = self.resolve_watched(session, &mut create.from)?;
         let (schema, name) = stored_name(&create.name);
-        let _sequencer = self.sequencer.lock().await;
+        let _sequencer = self.lock_sequencer().await;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE SINK"));
         }
@@ -64,13 +64,7 @@ impl Coordinator {
         connection.resume().await.map_err(sink_error)?;
         drop(connection);
         let create_sql = create.to_string();
-        let id = self.record_item(
-            &schema,
-            &name,
-            ItemKind::Sink,
-            &create_sql,
-            vec![from.id],
-        )?;
+        let id = self.record_item(&schema, &name, ItemKind::Sink, &create_sql, vec![from.id])?;
         if let Err(e) = self.install_sink(id, &create_sql, &create, from.id).await {
             self.uninstall(id);
             self.durable.apply(&[storage::CatalogOp::Delete(id)])?;

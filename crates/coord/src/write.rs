@@ -18,7 +18,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::query_context::QueryContext;
 use crate::response::ExecuteResponse;
-use crate::session::{PendingWrites, Session, Transaction};
+use crate::session::{PendingWrites, Session};
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
 
 impl Coordinator {
@@ -76,7 +76,8 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &insert.table)?;
         let sequencer = self.lock_for_autocommit(session).await;
-        let context = self.query_context(session, &pending(session));
+        let (hold, overlay) = self.write_snapshot(session);
+        let context = self.query_context_at(session, hold, &overlay);
         let planned = insert
             .plan(&context.plan_context(), &codecs.insert_target())
             .await?;
@@ -86,13 +87,13 @@ impl Coordinator {
         let read_time = context.hold.time();
         let (writes, count) = match planned.on_conflict {
             None => (
-                self.plain_insert(session, &codecs, &table, &batch, read_time)
+                self.plain_insert(&overlay, &codecs, &table, &batch, read_time)
                     .await?,
                 batch.num_rows(),
             ),
             Some(action) => {
                 self.upsert(
-                    session,
+                    &overlay,
                     &codecs,
                     &table,
                     &batch,
@@ -112,7 +113,7 @@ impl Coordinator {
     /// Rows of `batch` to insert, after checking that no primary key exists already.
     pub(crate) async fn plain_insert(
         &self,
-        session: &Session,
+        overlay: &PendingWrites,
         codecs: &TableCodecs,
         table: &Item,
         batch: &RecordBatch,
@@ -125,7 +126,7 @@ impl Coordinator {
         if codecs.key.is_some() {
             let keys = codecs.keys_of(batch)?;
             let existing = self
-                .existing_keys(session, codecs, table.id, &keys, read_time)
+                .existing_keys(overlay, codecs, table.id, &keys, read_time)
                 .await?;
             let mut seen = HashSet::new();
             for (i, key) in keys.iter().enumerate() {
@@ -144,7 +145,7 @@ impl Coordinator {
     #[allow(clippy::too_many_arguments)]
     async fn upsert(
         &self,
-        session: &Session,
+        overlay: &PendingWrites,
         codecs: &TableCodecs,
         table: &Item,
         batch: &RecordBatch,
@@ -163,7 +164,7 @@ impl Coordinator {
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let keys = codecs.keys_of(batch)?;
         let existing = self
-            .existing_keys(session, codecs, table.id, &keys, read_time)
+            .existing_keys(overlay, codecs, table.id, &keys, read_time)
             .await?;
         let mut current: HashMap<Row, Row> = existing;
         let mut writes: Vec<(Row, Diff)> = Vec::new();
@@ -202,10 +203,10 @@ impl Coordinator {
         Ok((writes, affected))
     }
 
-    /// For each key that exists (committed, or written earlier in this transaction), the row.
+    /// For each key that exists at `read_time` with `overlay` laid over it, the row.
     async fn existing_keys(
         &self,
-        session: &Session,
+        overlay: &PendingWrites,
         codecs: &TableCodecs,
         table: GlobalId,
         keys: &[Row],
@@ -215,11 +216,9 @@ impl Coordinator {
             .compute
             .peek(table, read_time, PeekFilter::Keys(keys.to_vec()))
             .await?;
-        if let Transaction::Block(block) = &session.transaction {
-            if let Some(pending) = block.writes.tables.get(&table) {
-                rows.extend(pending.iter().cloned());
-                rows = consolidate(rows);
-            }
+        if let Some(pending) = overlay.tables.get(&table) {
+            rows.extend(pending.iter().cloned());
+            rows = consolidate(rows);
         }
         let rows: Vec<(Row, Diff)> = rows.into_iter().filter(|(_, d)| *d > 0).collect();
         if rows.is_empty() {
@@ -241,7 +240,8 @@ impl Coordinator {
         let (table, codecs) = self.writable_table(session, &update.table)?;
         let assigned = assigned_positions(&update, &codecs, &table.name)?;
         let sequencer = self.lock_for_autocommit(session).await;
-        let context = self.query_context(session, &pending(session));
+        let (hold, overlay) = self.write_snapshot(session);
+        let context = self.query_context_at(session, hold, &overlay);
         let plan = update.plan(&context.plan_context(), &table.name).await?;
         let (read_time, batch) = read_for_write(context, plan).await?;
         let width = codecs.schema.fields().len();
@@ -266,7 +266,7 @@ impl Coordinator {
             .encode(&new)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         if codecs.key.is_some() {
-            self.check_changed_keys(session, &codecs, &table, &old, &new, read_time)
+            self.check_changed_keys(&overlay, &codecs, &table, &old, &new, read_time)
                 .await?;
         }
         let count = old_rows.len();
@@ -283,7 +283,7 @@ impl Coordinator {
     /// An UPDATE that changes primary keys must not collide with other rows or itself.
     async fn check_changed_keys(
         &self,
-        session: &Session,
+        overlay: &PendingWrites,
         codecs: &TableCodecs,
         table: &Item,
         old: &RecordBatch,
@@ -297,7 +297,7 @@ impl Coordinator {
         }
         let vacated: HashSet<&Row> = old_keys.iter().collect();
         let existing = self
-            .existing_keys(session, codecs, table.id, &new_keys, read_time)
+            .existing_keys(overlay, codecs, table.id, &new_keys, read_time)
             .await?;
         let mut seen = HashSet::new();
         for (i, key) in new_keys.iter().enumerate() {
@@ -319,7 +319,8 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &delete.table)?;
         let sequencer = self.lock_for_autocommit(session).await;
-        let context = self.query_context(session, &pending(session));
+        let (hold, overlay) = self.write_snapshot(session);
+        let context = self.query_context_at(session, hold, &overlay);
         let plan = delete.plan(&context.plan_context(), &table.name).await?;
         let (read_time, batch) = read_for_write(context, plan).await?;
         let rows = codecs
@@ -362,12 +363,4 @@ fn assigned_positions(
             })
         })
         .collect()
-}
-
-/// The session's uncommitted writes (to overlay on snapshots).
-fn pending(session: &Session) -> PendingWrites {
-    match &session.transaction {
-        Transaction::Block(block) => block.writes.clone(),
-        _ => PendingWrites::default(),
-    }
 }

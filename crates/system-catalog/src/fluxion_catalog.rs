@@ -417,7 +417,6 @@ fn lag_ms(oldest_pending: Option<Timestamp>) -> u64 {
     oldest_pending.map_or(0, |oldest| wall_clock_ms().saturating_sub(oldest))
 }
 
-
 #[async_trait]
 impl SchemaProvider for FluxionCatalog {
     fn table_names(&self) -> Vec<String> {

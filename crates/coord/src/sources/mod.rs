@@ -67,7 +67,7 @@ impl Coordinator {
                     .to_string(),
             );
         }
-        let sequencer = self.sequencer.lock().await;
+        let sequencer = self.lock_sequencer().await;
         let created = self.record_table(
             session,
             ItemKind::Source,

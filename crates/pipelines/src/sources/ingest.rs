@@ -139,9 +139,7 @@ pub fn spawn_ingest<C: SourceCommitter>(
                 }
                 Ok(None) => {
                     tracing::info!(source = %name, "source ended");
-                    committer
-                        .sources()
-                        .update(id, SourceStats::end);
+                    committer.sources().update(id, SourceStats::end);
                     break;
                 }
                 Err(e) => {

@@ -1,0 +1,120 @@
+//! Concurrent writers share fsyncs (group commit) without losing or doubling a change: a
+//! write that reads before it writes sees every commit ordered before it, even one that is
+//! not yet visible to plain reads.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use support::query::rows;
+use support::TestServer;
+
+const ACCOUNTS: i64 = 20;
+const CLIENTS: i64 = 8;
+const UPDATES_PER_CLIENT: i64 = 60;
+
+/// The account client `client` increments in its `step`th update.
+fn account(client: i64, step: i64) -> i64 {
+    (client * 7 + step * 3) % ACCOUNTS
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_read_modify_writes_lose_and_double_nothing() {
+    let server = TestServer::start();
+    let setup = server.connect().await;
+    setup
+        .batch_execute(&format!(
+            "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL);
+             INSERT INTO accounts SELECT value, 1000 FROM generate_series(0, {}) AS t(value);
+             CREATE MATERIALIZED VIEW totals AS
+                 SELECT count(*) AS accounts, sum(balance) AS balance FROM accounts;",
+            ACCOUNTS - 1
+        ))
+        .await
+        .unwrap();
+
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let connection = server.connect().await;
+        clients.push(tokio::spawn(async move {
+            let update = connection
+                .prepare("UPDATE accounts SET balance = balance + 1 WHERE id = $1")
+                .await
+                .unwrap();
+            for step in 0..UPDATES_PER_CLIENT {
+                let changed = connection
+                    .execute(&update, &[&account(client, step)])
+                    .await
+                    .unwrap();
+                assert_eq!(changed, 1, "client {client} step {step}");
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+
+    let mut expected: BTreeMap<i64, i64> = (0..ACCOUNTS).map(|id| (id, 1000)).collect();
+    for client in 0..CLIENTS {
+        for step in 0..UPDATES_PER_CLIENT {
+            *expected.get_mut(&account(client, step)).unwrap() += 1;
+        }
+    }
+    let expected_rows: Vec<String> = expected
+        .iter()
+        .map(|(id, balance)| format!("{id}|{balance}"))
+        .collect();
+    assert_eq!(
+        rows(&setup, "SELECT id, balance FROM accounts ORDER BY id").await,
+        expected_rows
+    );
+    let total: i64 = expected.values().sum();
+    assert_eq!(
+        rows(&setup, "SELECT accounts, balance FROM totals").await,
+        vec![format!("{ACCOUNTS}|{total}")]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
+    let server = TestServer::start();
+    let setup = server.connect().await;
+    setup
+        .batch_execute("CREATE TABLE claims (id BIGINT PRIMARY KEY, client BIGINT NOT NULL)")
+        .await
+        .unwrap();
+
+    const KEYS: i64 = 40;
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let connection = server.connect().await;
+        clients.push(tokio::spawn(async move {
+            let insert = connection
+                .prepare("INSERT INTO claims VALUES ($1, $2)")
+                .await
+                .unwrap();
+            let mut won = 0;
+            for id in 0..KEYS {
+                match connection.execute(&insert, &[&id, &client]).await {
+                    Ok(1) => won += 1,
+                    Ok(other) => panic!("INSERT reported {other} rows"),
+                    Err(e) => assert_eq!(
+                        e.code(),
+                        Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+                        "{e}"
+                    ),
+                }
+            }
+            won
+        }));
+    }
+    let mut won = 0;
+    for client in clients {
+        won += client.await.unwrap();
+    }
+    assert_eq!(won, KEYS, "every key was claimed exactly once");
+    assert_eq!(
+        rows(&setup, "SELECT count(*), count(DISTINCT id) FROM claims").await,
+        vec![format!("{KEYS}|{KEYS}")]
+    );
+}
