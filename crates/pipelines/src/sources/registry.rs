@@ -195,8 +195,8 @@ impl SourceRegistry {
     /// Every source's statistics, for `fluxion_catalog.sources` and `source_stats`.
     pub fn snapshot(&self) -> Vec<SourceStatus> {
         self.lock()
-            .iter()
-            .map(|(_, e)| e.stats.shown.clone())
+            .values()
+            .map(|e| e.stats.shown.clone())
             .collect()
     }
 
