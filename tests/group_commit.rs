@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use support::query::rows;
 use support::TestServer;
 
-const ACCOUNTS: i64 = 20;
+const ACCOUNTS: i64 = 3;
 const CLIENTS: i64 = 8;
 const UPDATES_PER_CLIENT: i64 = 60;
 
