@@ -172,20 +172,26 @@ impl Coordinator {
     }
 
     /// Makes `commit` durable and visible at a new timestamp. The caller holds the
-    /// sequencer throughout.
+    /// sequencer throughout. Once ordered, the commit finishes on a task of its own: a
+    /// caller that goes away (a webhook request whose client hung up) cannot leave it in
+    /// flight for ever, holding up every commit ordered after it.
     pub(crate) async fn commit_changes(
         &self,
         commit: CommitBatch,
     ) -> Result<Timestamp, CoordError> {
+        let this = self.arc()?;
         let staged = self.stage_commit(commit, Vec::new()).await?;
-        self.finish_commit(staged).await
+        tokio::spawn(async move { this.finish_commit(staged).await })
+            .await
+            .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
     }
 
     /// Orders `commit` at a new timestamp: streamed rows are appended to their stream logs,
     /// then one WAL record holding the arranged changes, the sources' positions and the
     /// streams' new lengths (the commit point of all of it) is queued for the log. `overlay`
     /// is the commit's table changes as later writers read them until it is visible. The
-    /// caller holds the sequencer.
+    /// caller holds the sequencer. Nothing is awaited between queueing the record and
+    /// registering the commit, so a caller that goes away cannot leave one without the other.
     async fn stage_commit(
         &self,
         commit: CommitBatch,
