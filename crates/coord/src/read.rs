@@ -53,20 +53,25 @@ impl SnapshotReader for ArrangementReader {
             .overlay
             .get(&relation.id)
             .filter(|rows| !rows.is_empty());
-        let (target, filter) = match (lookup, overlay) {
-            (Some(lookup), None) => {
-                let key = encode_key(&relation.desc.schema, &lookup)?;
-                (lookup.arrangement.arrangement, PeekFilter::Key(key))
+        let (target, filter, overlay) = match lookup {
+            Some(lookup) => {
+                let key_codec = key_codec(&relation.desc.schema, &lookup)?;
+                let key = encode_key(&key_codec, &lookup)?;
+                let overlay = overlay
+                    .map(|rows| rows_with_key(&codec, &key_codec, &lookup, rows, &key))
+                    .transpose()?;
+                let arrangement = lookup.arrangement.arrangement;
+                (arrangement, PeekFilter::Key(key), overlay)
             }
-            _ => (relation.id, PeekFilter::All),
+            None => (relation.id, PeekFilter::All, overlay.cloned()),
         };
         let mut rows = self
             .compute
             .peek(target, self.time, filter)
             .await
             .map_err(external)?;
-        if let Some(overlay) = overlay {
-            rows.extend(overlay.iter().cloned());
+        if let Some(overlay) = overlay.filter(|rows| !rows.is_empty()) {
+            rows.extend(overlay);
             rows = repr::consolidate(rows);
         }
         rows_to_batches(&codec, &rows)
@@ -87,10 +92,14 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionErro
     DataFusionError::External(Box::new(e))
 }
 
-/// The key row for a point lookup.
-fn encode_key(schema: &SchemaRef, lookup: &KeyLookup) -> DfResult<Row> {
+/// The codec of a lookup's keys: the relation's (`schema`) lookup columns.
+fn key_codec(schema: &SchemaRef, lookup: &KeyLookup) -> DfResult<RowCodec> {
     let key_schema = Arc::new(schema.project(&lookup.arrangement.columns)?);
-    let codec = RowCodec::new(key_schema).map_err(external)?;
+    RowCodec::new(key_schema).map_err(external)
+}
+
+/// The key row for a point lookup.
+fn encode_key(codec: &RowCodec, lookup: &KeyLookup) -> DfResult<Row> {
     let columns = lookup
         .values
         .iter()
@@ -101,6 +110,30 @@ fn encode_key(schema: &SchemaRef, lookup: &KeyLookup) -> DfResult<Row> {
         .map_err(external)?
         .pop()
         .ok_or_else(|| DataFusionError::Internal("no key encoded".into()))
+}
+
+/// The rows of `rows` (encoded with `codec`) whose lookup columns, encoded with `key_codec`,
+/// are `key`: the part of an overlay a point lookup sees.
+fn rows_with_key(
+    codec: &RowCodec,
+    key_codec: &RowCodec,
+    lookup: &KeyLookup,
+    rows: &[(Row, Diff)],
+    key: &Row,
+) -> DfResult<Vec<(Row, Diff)>> {
+    let batch = codec
+        .decode(rows.iter().map(|(row, _)| row))
+        .map_err(external)?;
+    let columns = batch.project(&lookup.arrangement.columns)?;
+    let keys = key_codec
+        .encode_columns(columns.columns(), columns.num_rows())
+        .map_err(external)?;
+    Ok(rows
+        .iter()
+        .zip(keys)
+        .filter(|(_, row_key)| row_key == key)
+        .map(|(row, _)| row.clone())
+        .collect())
 }
 
 /// Decodes rows into batches, repeating each row as often as its multiplicity.
