@@ -1,7 +1,10 @@
 //! Write latency while the log is checkpointed, against the same writes with no checkpoint.
 //!
 //! Each round starts two servers one after the other, loads `--rows` rows into a table in
-//! each, and then times single-row INSERTs (each one a durable commit) for `--seconds`:
+//! each, and then times single-row INSERTs (each one a durable commit) for `--seconds`, one
+//! every `--interval-ms` (open loop): each latency counts from when the insert was due, not
+//! from when the previous one returned, so a stall counts once for every insert it holds up
+//! (a closed loop would send few inserts during a stall and hide it in the percentiles):
 //!
 //! - *without*: the server never checkpoints in that time (`--checkpoint-after-rows` far
 //!   above what the round writes);
@@ -39,6 +42,9 @@ struct Args {
     /// Rounds (each: one server without checkpoints, one with).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Milliseconds between the inserts' due times.
+    #[arg(long, default_value_t = 10)]
+    interval_ms: u64,
     /// Dataflow worker threads of the server.
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -144,16 +150,18 @@ async fn run_phase(server: &BenchServer, args: &Args) -> Result<Phase, String> {
         .await
         .map_err(sql)?;
     let mut latencies = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let mut id = args.rows;
-    while Instant::now() < deadline {
-        let started = Instant::now();
+    let start = Instant::now();
+    let interval = Duration::from_millis(args.interval_ms);
+    let inserts = args.seconds * 1000 / args.interval_ms.max(1);
+    for n in 0..inserts {
+        let due = start + interval * n as u32;
+        tokio::time::sleep_until(due.into()).await;
+        let id = args.rows + n as i64;
         client
             .execute(&insert, &[&id, &(id % 97)])
             .await
             .map_err(sql)?;
-        latencies.push(started.elapsed());
-        id += 1;
+        latencies.push(due.elapsed());
     }
     stop.store(true, Ordering::Relaxed);
     let _ = poller.join();

@@ -7,6 +7,7 @@
 //! answers.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use differential_dataflow::trace::cursor::{cursor_list, CursorList};
 use differential_dataflow::trace::{Cursor, Navigable, TraceReader};
@@ -34,8 +35,9 @@ type RowCursor = CursorList<<RowBatch as Navigable>::Cursor>;
 ///
 /// A whole-arrangement read of millions of rows takes a while, and the worker has other
 /// work: key lookups (every write to a table with a primary key makes one), appends, other
-/// reads. So a read takes at most [`ROWS_PER_TURN`] rows at a time and the worker turns to
-/// its other work in between. The batches are immutable and held here, so a read sees the
+/// reads, and stepping its dataflows, which is how the arrangements' frontiers (and with
+/// them every later read) move on. So a read takes at most [`TURN`] at a time and the worker
+/// turns to its other work in between. The batches are immutable and held here, so a read sees the
 /// arrangement as it was when it began, however the trace merges or compacts meanwhile.
 pub(crate) struct PeekRead {
     request: Arc<PeekRequest>,
@@ -45,8 +47,11 @@ pub(crate) struct PeekRead {
     rows: Vec<(Row, Diff)>,
 }
 
-/// The most rows one read takes before the worker looks at its other work.
-const ROWS_PER_TURN: usize = 16 * 1024;
+/// How long one read runs before the worker looks at its other work.
+const TURN: Duration = Duration::from_millis(1);
+
+/// Keys read between looks at the clock.
+const KEYS_PER_CLOCK_CHECK: usize = 256;
 
 impl PeekRead {
     /// Begins reading `arrangement` at the request's time. The caller has checked that the
@@ -115,9 +120,11 @@ impl PeekRead {
                 }
             }
             PeekFilter::All => {
-                let budget = rows.len() + ROWS_PER_TURN;
+                let started = Instant::now();
+                let mut keys = 0;
                 while let Some(key) = cursor.get_key(storage) {
-                    if rows.len() >= budget {
+                    keys += 1;
+                    if keys % KEYS_PER_CLOCK_CHECK == 0 && started.elapsed() >= TURN {
                         return false;
                     }
                     read_values(cursor, storage, key, time, layout, rows);
