@@ -290,7 +290,12 @@ impl<'w> ComputeWorker<'w> {
     ) {
         let since = Antichain::from_elem(self.compaction_frontier());
         trace.set_logical_compaction(since.borrow());
-        trace.set_physical_compaction(since.borrow());
+        // Batches may merge as soon as they arrive: reads always take every batch up to
+        // the trace's upper, so they never need a cut at an older time. Held back (as it was,
+        // with the logical frontier), every commit's batch waited unmerged for the whole
+        // retained history, every read walked thousands of them, and releasing a hold
+        // merged them all at once.
+        trace.set_physical_compaction(Antichain::new().borrow());
         self.arrangements.insert(
             id,
             ExportedArrangement {
@@ -402,7 +407,6 @@ impl<'w> ComputeWorker<'w> {
         let frontier = Antichain::from_elem(self.compaction_frontier());
         for arrangement in self.arrangements.values_mut() {
             arrangement.trace.set_logical_compaction(frontier.borrow());
-            arrangement.trace.set_physical_compaction(frontier.borrow());
         }
     }
 }
