@@ -9,6 +9,7 @@ use differential_dataflow::input::InputSession;
 use differential_dataflow::trace::TraceReader;
 use plan::Plan;
 use repr::{Diff, GlobalId, Row, Timestamp};
+use timely::order::PartialOrder;
 use timely::progress::Antichain;
 
 use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrangement};
@@ -290,12 +291,7 @@ impl<'w> ComputeWorker<'w> {
     ) {
         let since = Antichain::from_elem(self.compaction_frontier());
         trace.set_logical_compaction(since.borrow());
-        // Batches may merge as soon as they arrive: reads always take every batch up to
-        // the trace's upper, so they never need a cut at an older time. Held back (as it was,
-        // with the logical frontier), every commit's batch waited unmerged for the whole
-        // retained history, every read walked thousands of them, and releasing a hold
-        // merged them all at once.
-        trace.set_physical_compaction(Antichain::new().borrow());
+        trace.set_physical_compaction(since.borrow());
         self.arrangements.insert(
             id,
             ExportedArrangement {
@@ -357,6 +353,15 @@ impl<'w> ComputeWorker<'w> {
             };
             if self.reported.insert(*id, frontier) != Some(frontier) {
                 self.frontiers.report(worker, *id, frontier);
+                // Batches may merge as soon as they are complete: reads always take every
+                // batch up to the trace's upper, never a cut at an older time. Held back with
+                // the logical frontier (the retained history), every commit's batch waited
+                // unmerged, every read walked thousands of them, and releasing a hold merged
+                // them all in one step.
+                let physical = arrangement.trace.get_physical_compaction();
+                if PartialOrder::less_equal(&physical, &upper.borrow()) {
+                    arrangement.trace.set_physical_compaction(upper.borrow());
+                }
             }
         }
     }
