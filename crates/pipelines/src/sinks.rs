@@ -38,11 +38,11 @@ pub struct Sinks {
 
 /// One running sink, as `fluxion_catalog.sink_stats` shows it.
 #[derive(Debug)]
-pub struct SinkState {
+struct SinkState {
     /// The sink.
-    pub id: GlobalId,
+    id: GlobalId,
     /// Its connector (`file`, `kafka`, `postgres`).
-    pub connector: String,
+    connector: String,
     /// The sink's change log (its logger's failure is the sink's too).
     log: Arc<SubscriptionLog>,
     stats: Mutex<SinkStats>,
@@ -52,15 +52,15 @@ pub struct SinkState {
 
 /// What a sink has delivered.
 #[derive(Debug, Clone, Default)]
-pub struct SinkStats {
+struct SinkStats {
     /// Changes handed to the target since the server started.
-    pub rows_delivered: u64,
+    rows_delivered: u64,
     /// The last time the target holds for good.
-    pub last_timestamp: Option<Timestamp>,
+    last_timestamp: Option<Timestamp>,
     /// The oldest time handed to the target that it does not hold for good yet.
-    pub oldest_pending: Option<Timestamp>,
+    oldest_pending: Option<Timestamp>,
     /// Why the last attempt to deliver failed, until one succeeds.
-    pub failure: Option<String>,
+    failure: Option<String>,
 }
 
 impl Sinks {
