@@ -69,11 +69,6 @@ impl Item {
             | ItemDetails::Sink { .. } => None,
         }
     }
-
-    /// The word for this kind in messages ("table", "materialized view", …).
-    pub fn kind_name(&self) -> &'static str {
-        self.kind.name()
-    }
 }
 
 /// All planned items, by id and by (schema, name).

@@ -679,16 +679,16 @@ impl Coordinator {
                 let dependents = catalog.dependents(item.id);
                 if !dependents.is_empty() && !cascade {
                     return Err(CoordError::DependentObjects {
-                        name: format!("{} {}", item.kind_name(), item.name),
+                        name: format!("{} {}", item.kind.name(), item.name),
                         dependents: dependents
                             .iter()
                             .filter_map(|d| catalog.get(*d))
                             .map(|d| {
                                 format!(
                                     "{} {} depends on {} {}",
-                                    d.kind_name(),
+                                    d.kind.name(),
                                     d.name,
-                                    item.kind_name(),
+                                    item.kind.name(),
                                     item.name
                                 )
                             })

@@ -40,7 +40,7 @@ impl Coordinator {
                 expected: "a table",
                 hint: Some(format!(
                     "cannot change rows of a {}; write to the tables it reads",
-                    item.kind_name()
+                    item.kind.name()
                 )),
             });
         }

@@ -154,6 +154,28 @@ impl CatalogSnapshot {
         self.indexes.iter().find(|i| i.oid == oid)
     }
 
+    /// The schema and name of the relation or index `oid`.
+    pub fn class_name(&self, oid: u32) -> Option<(&str, &str)> {
+        if let Some(relation) = self.relation(oid) {
+            return Some((&relation.namespace, &relation.name));
+        }
+        let index = self.index(oid)?;
+        let namespace = self
+            .namespaces
+            .iter()
+            .find(|n| n.oid == index.namespace_oid)?;
+        Some((&namespace.name, &index.name))
+    }
+
+    /// Whether an unqualified `name` finds `namespace.name` when the schemas `searched` are
+    /// searched in order (the first of them with a relation of that name is `namespace`).
+    pub fn is_visible(&self, searched: &[String], namespace: &str, name: &str) -> bool {
+        searched
+            .iter()
+            .find(|schema| self.relation_named(schema, name).is_some())
+            .is_some_and(|first| first == namespace)
+    }
+
     /// The relation or index `namespace.name`.
     pub fn relation_named(&self, namespace: &str, name: &str) -> Option<u32> {
         self.relations

@@ -296,29 +296,15 @@ fn reg_type_display_name(
     session: &SessionInfo,
 ) -> String {
     let name = match kind {
-        RegKind::Class => snapshot
-            .relation(oid)
-            .map(|r| (r.namespace.clone(), r.name.clone()))
-            .or_else(|| {
-                let index = snapshot.index(oid)?;
-                let namespace = snapshot
-                    .namespaces
-                    .iter()
-                    .find(|n| n.oid == index.namespace_oid)?;
-                Some((namespace.name.clone(), index.name.clone()))
-            })
-            .map(|(namespace, name)| {
-                let searched = session.current_schemas(catalog, true);
-                let first = searched
-                    .iter()
-                    .find(|s| snapshot.relation_named(s, &name).is_some());
-                let quoted = sql::quote_ident(&name);
-                if first == Some(&namespace) {
-                    quoted
-                } else {
-                    format!("{}.{quoted}", sql::quote_ident(&namespace))
-                }
-            }),
+        RegKind::Class => snapshot.class_name(oid).map(|(namespace, name)| {
+            let searched = session.current_schemas(catalog, true);
+            let quoted = sql::quote_ident(name);
+            if snapshot.is_visible(&searched, namespace, name) {
+                quoted
+            } else {
+                format!("{}.{quoted}", sql::quote_ident(namespace))
+            }
+        }),
         RegKind::Type => type_info(oid).map(|_| format_type(oid, -1)).or_else(|| {
             snapshot
                 .relations

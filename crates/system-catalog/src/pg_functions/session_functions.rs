@@ -231,26 +231,11 @@ fn schema_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
 fn is_relation_visible(env: &FunctionEnv, oid: u32) -> bool {
     let catalog = env.catalog.catalog();
     let snapshot = CatalogSnapshot::of(&catalog);
-    let Some(relation) = snapshot
-        .relation(oid)
-        .map(|r| (r.namespace.clone(), r.name.clone()))
-        .or_else(|| {
-            let index = snapshot.index(oid)?;
-            let namespace = snapshot
-                .namespaces
-                .iter()
-                .find(|n| n.oid == index.namespace_oid)?;
-            Some((namespace.name.clone(), index.name.clone()))
-        })
-    else {
+    let Some((namespace, name)) = snapshot.class_name(oid) else {
         return false;
     };
-    let (namespace, name) = relation;
     let searched = env.session.current_schemas(&catalog, true);
-    searched
-        .iter()
-        .find(|schema| snapshot.relation_named(schema, &name).is_some())
-        .is_some_and(|first| *first == namespace)
+    snapshot.is_visible(&searched, namespace, name)
 }
 
 /// Fluxion has one role, a superuser: every privilege check passes.
