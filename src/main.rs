@@ -7,6 +7,11 @@ use clap::Parser;
 use coord::{CoordConfig, Coordinator};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of glibc's allocator: dataflow workers allocate and free rows at a high
+/// rate from several threads (see docs/benchmarks.md for what it changes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Fluxion: a streaming SQL database whose materialized views stay incrementally up to date.
 #[derive(Debug, Parser)]
 #[command(version, about)]

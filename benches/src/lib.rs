@@ -58,16 +58,40 @@ impl BenchServer {
 
     /// The server's resident memory, in MiB (Linux only; `None` elsewhere).
     pub fn resident_mib(&self) -> Option<f64> {
+        self.status_mib("VmRSS:")
+    }
+
+    /// The most resident memory the server has had so far, in MiB (Linux only).
+    pub fn peak_resident_mib(&self) -> Option<f64> {
+        self.status_mib("VmHWM:")
+    }
+
+    /// A memory field of `/proc/<pid>/status` (given in kB), in MiB.
+    fn status_mib(&self, field: &str) -> Option<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
         let kib: f64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .find_map(|l| l.strip_prefix(field))?
             .trim()
             .trim_end_matches("kB")
             .trim()
             .parse()
             .ok()?;
         Some(kib / 1024.0)
+    }
+
+    /// The CPU time the server has used so far, user and system, over all its threads
+    /// (Linux only; `None` elsewhere).
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // The command name (field 2) may hold spaces; the fields after it are plain numbers.
+        let after_name = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line, in clock ticks of 1/100 s
+        // (`getconf CLK_TCK` is 100 on every Linux this runs on).
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        Some(ticks as f64 / 100.0)
     }
 
     /// The server's data directory.

@@ -1,17 +1,54 @@
 //! Arrangements: the indexed, multi-versioned collections every reader reads.
 //!
-//! All arrangements share one trace type, `(key: Row, value: Row)` pairs at `u64` times with
-//! `i64` diffs. An arrangement "by self" keeps the whole row as its key and an empty value; an
-//! arrangement by columns keeps those columns as its key and the whole row as its value.
+//! All exported arrangements share one trace type, `(key: Row, value: Row)` pairs at `u64`
+//! times with `i64` diffs, whose batches keep their rows flat (see `row_container`): a batch
+//! is a few buffers, not a heap allocation per row. The joins and reductions inside dataflows
+//! arrange their inputs the same way. An
+//! arrangement "by self" keeps the whole row as its key and an empty value; an arrangement by
+//! columns keeps those columns as its key and the whole row as its value.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
+use differential_dataflow::batcher::merge::vec::VecMerger;
+use differential_dataflow::batcher::merge::MergeBatcher;
 use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::implementations::ValSpine;
+use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBuilder};
+use differential_dataflow::trace::implementations::spine_fueled::Spine;
+use differential_dataflow::trace::implementations::{ContainerChunker, OffsetList};
 use repr::{Diff, GlobalId, Row, Timestamp};
 
-/// The trace type of every arrangement.
-pub(crate) type RowSpine = ValSpine<Row, Row, Timestamp, Diff>;
+use crate::row_container::{RowContainer, RowRef};
+
+/// How batches keyed by rows are laid out: keys flat, values in `VC`, times and diffs (of
+/// type `R`) in vectors.
+type FlatLayout<VC, R> = (RowContainer, VC, Vec<Timestamp>, Vec<R>, OffsetList);
+
+/// The updates a batch keyed by rows is built from: `((key, value), time, diff)`.
+pub(crate) type Updates<V, R> = Vec<((Row, V), Timestamp, R)>;
+
+/// Seals sorted updates into batches keyed by rows.
+pub(crate) type FlatBuilder<VC, V, R> = OrdValBuilder<FlatLayout<VC, R>, Updates<V, R>>;
+
+/// Sorts and consolidates incoming updates, and seals them into batches keyed by rows.
+pub(crate) type FlatBatcher<VC, V, R> = MergeBatcher<
+    ContainerChunker<Updates<V, R>>,
+    VecMerger<(Row, V), Timestamp, R>,
+    FlatBuilder<VC, V, R>,
+>;
+
+/// A trace of batches keyed by rows.
+pub(crate) type FlatSpine<VC, R> = Spine<Rc<OrdValBatch<FlatLayout<VC, R>>>>;
+
+/// Seals `(key row, value row)` updates into flat batches.
+pub(crate) type RowBuilder = FlatBuilder<RowContainer, Row, Diff>;
+
+/// Sorts and consolidates `(key row, value row)` updates into flat batches.
+pub(crate) type RowBatcher = FlatBatcher<RowContainer, Row, Diff>;
+
+/// The trace type of every exported arrangement, and of the row-keyed ones inside dataflows
+/// (join inputs, reductions): keys and values both flat.
+pub(crate) type RowSpine = FlatSpine<RowContainer, Diff>;
 
 /// A handle to an arrangement's trace, shared by the dataflows that read it.
 pub(crate) type RowTrace = TraceAgent<RowSpine>;
@@ -27,7 +64,7 @@ pub enum ArrangementLayout {
 
 impl ArrangementLayout {
     /// The row stored in a `(key, value)` pair of this layout.
-    pub(crate) fn row<'a>(&self, key: &'a Row, value: &'a Row) -> &'a Row {
+    pub(crate) fn row<'a>(&self, key: RowRef<'a>, value: RowRef<'a>) -> RowRef<'a> {
         match self {
             ArrangementLayout::BySelf => key,
             ArrangementLayout::ByColumns(_) => value,

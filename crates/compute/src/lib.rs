@@ -20,6 +20,7 @@ mod errors;
 mod frontier;
 mod peek;
 mod render;
+mod row_container;
 mod stream;
 mod subscribe;
 mod worker;

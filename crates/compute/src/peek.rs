@@ -17,6 +17,7 @@ use timely::progress::Antichain;
 use crate::arrangement::{ArrangementLayout, ExportedArrangement, RowTrace};
 use crate::command::{PeekFilter, PeekRequest};
 use crate::controller::ComputeError;
+use crate::row_container::RowRef;
 
 /// Whether the arrangement holds every update at or before `time`.
 pub(crate) fn is_complete_at(arrangement: &mut ExportedArrangement, time: Timestamp) -> bool {
@@ -103,13 +104,14 @@ impl PeekRead {
         );
         match &self.request.filter {
             PeekFilter::Key(key) => {
+                let key = RowRef::from(key);
                 cursor.seek_key(storage, key);
                 if cursor.get_key(storage) == Some(key) {
                     read_values(cursor, storage, key, time, layout, rows);
                 }
             }
             PeekFilter::Keys(keys) => {
-                let mut keys: Vec<&Row> = keys.iter().collect();
+                let mut keys: Vec<RowRef> = keys.iter().map(RowRef::from).collect();
                 keys.sort();
                 keys.dedup();
                 for key in keys {
@@ -141,12 +143,12 @@ impl PeekRead {
 fn read_values<C>(
     cursor: &mut C,
     storage: &C::Storage,
-    key: &Row,
+    key: RowRef,
     time: Timestamp,
     layout: &ArrangementLayout,
     rows: &mut Vec<(Row, Diff)>,
 ) where
-    C: for<'a> Cursor<Key<'a> = &'a Row, Val<'a> = &'a Row, Time = Timestamp, Diff = Diff>,
+    C: for<'a> Cursor<Key<'a> = RowRef<'a>, Val<'a> = RowRef<'a>, Time = Timestamp, Diff = Diff>,
     for<'a> C::TimeGat<'a>: std::ops::Deref<Target = Timestamp>,
     for<'a> C::DiffGat<'a>: std::ops::Deref<Target = Diff>,
 {
@@ -158,7 +160,7 @@ fn read_values<C>(
             }
         });
         if count != 0 {
-            rows.push((layout.row(key, value).clone(), count));
+            rows.push((layout.row(key, value).to_row(), count));
         }
         cursor.step_val(storage);
     }

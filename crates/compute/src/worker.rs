@@ -12,7 +12,9 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 use timely::order::PartialOrder;
 use timely::progress::Antichain;
 
-use crate::arrangement::{ArrangementLayout, ArrangementRegistry, ExportedArrangement};
+use crate::arrangement::{
+    ArrangementLayout, ArrangementRegistry, ExportedArrangement, RowBatcher, RowSpine,
+};
 use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
@@ -160,7 +162,7 @@ impl<'w> ComputeWorker<'w> {
         let trace = self.timely.dataflow_named(name, |scope| {
             input
                 .to_collection(scope)
-                .arrange_by_key_named(&format!("Arrange {name}"))
+                .arrange_named::<RowBatcher, RowSpine>(&format!("Arrange {name}"), RowBatcher::new)
                 .trace
         });
         input.advance_to(upper);
@@ -195,7 +197,10 @@ impl<'w> ComputeWorker<'w> {
             };
             Ok::<_, render::RenderError>(
                 pairs
-                    .arrange_by_key_named(&format!("Arrange {}", desc.debug_name))
+                    .arrange_named::<RowBatcher, RowSpine>(
+                        &format!("Arrange {}", desc.debug_name),
+                        RowBatcher::new,
+                    )
                     .trace,
             )
         });

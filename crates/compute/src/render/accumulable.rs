@@ -1,28 +1,132 @@
-//! Accumulable aggregates: count, and sum/avg of integers and decimals.
+//! Accumulable aggregates: count, sum/avg of integers and decimals, and, over an append-only
+//! input, min and max of any type.
 //!
-//! Semantics on `(row, t, d)` updates: each row becomes `(group key, t, d · v)` where `v` is a
-//! vector of partial sums: the row count, then per aggregate its value and a 1 if the value is
-//! non-NULL (and passes the aggregate's FILTER). The vector is the update's *difference*, so
-//! differential dataflow adds the vectors of a group up as it consolidates; the reduction
-//! just reads the one accumulated vector and finishes it (sum, or sum / count). A change costs
-//! O(1) however large its group is. State: one vector per group, plus the output row.
+//! Semantics on `(row, t, d)` updates: each row becomes `(group key, t, d · v)` where `v` is an
+//! [`Accumulation`]: partial sums (the row count, then per aggregate its value and a 1 if the
+//! value is non-NULL and passes the aggregate's FILTER) and, per min/max aggregate, the value
+//! itself. The accumulation is the update's *difference*, so differential dataflow adds the
+//! accumulations of a group up as it consolidates (sums add, extremes keep the larger); the
+//! reduction just reads the one accumulated value and finishes it (sum, sum / count, or the
+//! extreme). A change costs O(1) however large its group is. State: one accumulation per
+//! group, plus the output row.
+//!
+//! Min and max only accumulate when no row is ever retracted (the input is append-only, as a
+//! stream source is): the largest value seen is then the largest value present. A retraction
+//! reaching such an aggregate breaks that promise; it is counted as a view error.
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::ScalarValue;
+use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::AsCollection;
 use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 
-use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values};
+use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, push_results};
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError, RowCollection};
+use crate::arrangement::{FlatBatcher, FlatSpine, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
+use crate::row_container::RowContainer;
 
-/// Partial sums of one update: `[rows, (value sum, value count) per aggregate]`.
-type Partials = Vec<i128>;
+/// Sorts and consolidates `(group key, ())` updates with their accumulations.
+type AccumulationBatcher = FlatBatcher<Vec<()>, (), Accumulation>;
+
+/// The accumulations of every group, keyed by the group's key.
+type AccumulationSpine = FlatSpine<Vec<()>, Accumulation>;
+
+/// What an update contributes to its group, and what a group's updates add up to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct Accumulation {
+    /// `[rows, (value sum, value count) per aggregate]`, weighted by the update's diff.
+    sums: Vec<i128>,
+    /// Per aggregate: for min and max, the value in an encoding whose byte order puts the
+    /// wanted extreme last (`None`: no value yet); unused for the others.
+    extremes: Vec<Option<Row>>,
+}
+
+impl IsZero for Accumulation {
+    fn is_zero(&self) -> bool {
+        self.sums.iter().all(|s| *s == 0) && self.extremes.iter().all(Option::is_none)
+    }
+}
+
+impl Semigroup for Accumulation {
+    fn plus_equals(&mut self, rhs: &Self) {
+        self.sums.plus_equals(&rhs.sums);
+        for (mine, theirs) in self.extremes.iter_mut().zip(&rhs.extremes) {
+            if theirs > mine {
+                mine.clone_from(theirs);
+            }
+        }
+    }
+}
+
+/// Whether `aggregate` can be accumulated over an input that is (`append_only`) or is not
+/// known to be append-only.
+pub(crate) fn accumulates(aggregate: &AggregateExpr, append_only: bool) -> bool {
+    aggregate.is_accumulable()
+        || (append_only
+            && !aggregate.distinct
+            && matches!(aggregate.func, AggregateFunc::Min | AggregateFunc::Max))
+}
+
+/// The encoding of one min or max aggregate's values: memcomparable, descending for min, so
+/// that the extreme the aggregate wants is always the largest encoding.
+struct ExtremeCodec {
+    converter: RowConverter,
+}
+
+impl ExtremeCodec {
+    fn new(aggregate: &AggregateExpr) -> Result<Option<Self>, RenderError> {
+        let descending = match aggregate.func {
+            AggregateFunc::Min => true,
+            AggregateFunc::Max => false,
+            _ => return Ok(None),
+        };
+        let data_type = aggregate
+            .input_type
+            .clone()
+            .ok_or_else(|| RenderError("min/max without an argument".into()))?;
+        let options = SortOptions {
+            descending,
+            nulls_first: false,
+        };
+        let converter = RowConverter::new(vec![SortField::new_with_options(data_type, options)])
+            .map_err(|e| RenderError(e.to_string()))?;
+        Ok(Some(Self { converter }))
+    }
+
+    /// Each value of `column` encoded, `None` where it is NULL.
+    fn encode(&self, column: &ArrayRef) -> Result<Vec<Option<Row>>, String> {
+        let rows = self
+            .converter
+            .convert_columns(std::slice::from_ref(column))
+            .map_err(|e| e.to_string())?;
+        Ok((0..column.len())
+            .map(|i| {
+                column
+                    .is_valid(i)
+                    .then(|| Row::from_bytes(rows.row(i).data()))
+            })
+            .collect())
+    }
+
+    /// The value `encoded` holds.
+    fn decode(&self, encoded: &Row) -> Result<ScalarValue, String> {
+        let parser = self.converter.parser();
+        let columns = self
+            .converter
+            .convert_rows([parser.parse(encoded.as_bytes())])
+            .map_err(|e| e.to_string())?;
+        ScalarValue::try_from_array(&columns[0], 0).map_err(|e| e.to_string())
+    }
+}
 
 /// Renders the accumulating reduction of `rows`.
 pub(crate) fn render<'s>(
@@ -39,10 +143,19 @@ pub(crate) fn render<'s>(
     let output = codec(&spec.aggregates_schema()?)?;
     let aggregates = spec.aggregates.clone();
     let finishing = spec.aggregates.clone();
+    let encoders = aggregates
+        .iter()
+        .map(ExtremeCodec::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let decoders = aggregates
+        .iter()
+        .map(ExtremeCodec::new)
+        .collect::<Result<Vec<_>, _>>()?;
     let (dataflow, errors) = errors;
+    let retraction_errors = errors.clone();
     let partials = rows
         .inner
-        .unary::<CapacityContainerBuilder<Vec<((Row, ()), Timestamp, Partials)>>, _, _, _>(
+        .unary::<CapacityContainerBuilder<Vec<((Row, ()), Timestamp, Accumulation)>>, _, _, _>(
             Pipeline,
             "Accumulate",
             move |_, _| {
@@ -52,40 +165,60 @@ pub(crate) fn render<'s>(
                             .decode(data.iter().map(|(row, _, _)| row))
                             .expect("invariant: rows decode with the codec that encoded them");
                         let keys = group_keys(&key, &batch, &group_columns);
-                        let per_row = partial_sums(&aggregates, &batch);
+                        let per_row = accumulations(&aggregates, &encoders, &batch);
                         let mut session = out.session(&time);
-                        for ((key, sums), (_, t, d)) in
+                        for ((key, mut update), (_, t, d)) in
                             keys.into_iter().zip(per_row).zip(data.iter())
                         {
-                            let weighted: Partials =
-                                sums.into_iter().map(|v| v * *d as i128).collect();
-                            session.give(((key, ()), *t, weighted));
+                            update.sums.iter_mut().for_each(|v| *v *= *d as i128);
+                            if *d < 0 && update.extremes.iter().any(Option::is_some) {
+                                retraction_errors.record(
+                                    dataflow,
+                                    0,
+                                    1,
+                                    "a row was retracted from an append-only input of min/max",
+                                );
+                                update.extremes.iter_mut().for_each(|e| *e = None);
+                            }
+                            session.give(((key, ()), *t, update));
                         }
                     });
                 }
             },
         )
         .as_collection();
-    Ok(partials.reduce_named(
+    let arranged = partials.arrange_named::<AccumulationBatcher, AccumulationSpine>(
+        "Arrange: AccumulableAggregate",
+        AccumulationBatcher::new,
+    );
+    let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
         "AccumulableAggregate",
-        move |_key, input: &[(&(), Partials)], out: &mut Vec<(Row, Diff)>| {
+        move |_key, input: &[(&(), Accumulation)], out: &mut Vec<(Row, Diff)>| {
             let Some((_, totals)) = input.first() else {
                 return;
             };
-            if totals.first().copied().unwrap_or(0) <= 0 {
+            if totals.sums.first().copied().unwrap_or(0) <= 0 {
                 return;
             }
             let values: Result<Vec<ScalarValue>, String> = finishing
                 .iter()
                 .enumerate()
-                .map(|(i, aggregate)| finish(aggregate, totals[1 + 2 * i], totals[2 + 2 * i]))
+                .map(|(i, aggregate)| match (&decoders[i], &totals.extremes[i]) {
+                    (Some(codec), Some(extreme)) => codec.decode(extreme),
+                    (Some(_), None) => {
+                        ScalarValue::try_from(&aggregate.output_type).map_err(|e| e.to_string())
+                    }
+                    (None, _) => finish(aggregate, totals.sums[1 + 2 * i], totals.sums[2 + 2 * i]),
+                })
                 .collect();
             match values.and_then(|values| encode_values(&output, &values)) {
                 Ok(row) => out.push((row, 1)),
                 Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
-    ))
+        push_results,
+    );
+    Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
 }
 
 fn group_keys(key: &RowCodec, batch: &RecordBatch, group_columns: &[usize]) -> Vec<Row> {
@@ -97,11 +230,16 @@ fn group_keys(key: &RowCodec, batch: &RecordBatch, group_columns: &[usize]) -> V
         .expect("invariant: group columns encode with their own schema")
 }
 
-/// The unweighted partial sums of every row of `batch`.
-fn partial_sums(aggregates: &[AggregateExpr], batch: &RecordBatch) -> Vec<Partials> {
+/// The unweighted accumulation of every row of `batch`.
+fn accumulations(
+    aggregates: &[AggregateExpr],
+    extremes: &[Option<ExtremeCodec>],
+    batch: &RecordBatch,
+) -> Vec<Accumulation> {
     let rows = batch.num_rows();
-    let mut partials = vec![vec![0i128; 1 + 2 * aggregates.len()]; rows];
-    for row in partials.iter_mut() {
+    let mut sums = vec![vec![0i128; 1 + 2 * aggregates.len()]; rows];
+    let mut values: Vec<Vec<Option<Row>>> = vec![vec![None; aggregates.len()]; rows];
+    for row in sums.iter_mut() {
         row[0] = 1;
     }
     for (a, aggregate) in aggregates.iter().enumerate() {
@@ -114,7 +252,18 @@ fn partial_sums(aggregates: &[AggregateExpr], batch: &RecordBatch) -> Vec<Partia
             },
             None => vec![true; rows],
         };
-        let values: Vec<Option<i128>> = match aggregate.arg {
+        if let (Some(codec), Some(column)) = (&extremes[a], aggregate.arg) {
+            let encoded = codec
+                .encode(batch.column(column))
+                .unwrap_or_else(|_| vec![None; rows]);
+            for (i, value) in encoded.into_iter().enumerate() {
+                if passes[i] {
+                    values[i][a] = value;
+                }
+            }
+            continue;
+        }
+        let column_values: Vec<Option<i128>> = match aggregate.arg {
             None => vec![Some(1); rows],
             Some(column) if aggregate.func == AggregateFunc::Count => {
                 let column = batch.column(column);
@@ -124,14 +273,17 @@ fn partial_sums(aggregates: &[AggregateExpr], batch: &RecordBatch) -> Vec<Partia
                 integer_values(batch.column(column)).unwrap_or_else(|_| vec![None; rows])
             }
         };
-        for (i, value) in values.into_iter().enumerate() {
+        for (i, value) in column_values.into_iter().enumerate() {
             if let (true, Some(v)) = (passes[i], value) {
-                partials[i][1 + 2 * a] = v;
-                partials[i][2 + 2 * a] = 1;
+                sums[i][1 + 2 * a] = v;
+                sums[i][2 + 2 * a] = 1;
             }
         }
     }
-    partials
+    sums.into_iter()
+        .zip(values)
+        .map(|(sums, extremes)| Accumulation { sums, extremes })
+        .collect()
 }
 
 fn finish(aggregate: &AggregateExpr, sum: i128, count: i128) -> Result<ScalarValue, String> {

@@ -15,11 +15,13 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
 use plan::{AggregateExpr, AggregateFunc};
-use repr::{Diff, GlobalId, Row, RowCodec};
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError};
+use crate::arrangement::{RowBatcher, RowBuilder, RowSpine, Updates};
 use crate::errors::DataflowErrors;
+use crate::row_container::{RowContainer, RowRef};
 
 /// Renders the recomputing reduction over `(group key, arguments)` pairs.
 pub(crate) fn render<'s>(
@@ -39,11 +41,14 @@ pub(crate) fn render<'s>(
         .map(|a| shift_columns(a, spec.group_len))
         .collect();
     let (dataflow, errors) = errors;
-    Ok(pairs.reduce_named(
+    let arranged =
+        pairs.arrange_named::<RowBatcher, RowSpine>("Arrange: Aggregate", RowBatcher::new);
+    let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
         "Aggregate",
-        move |_key, input: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
+        move |_key, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
+            let values: Vec<Row> = input.iter().map(|(row, _)| row.to_row()).collect();
             let batch = arguments
-                .decode(input.iter().map(|(row, _)| *row))
+                .decode(values.iter())
                 .expect("invariant: arguments decode with the codec that encoded them");
             let counts: Vec<Diff> = input.iter().map(|(_, count)| *count).collect();
             let values = aggregates
@@ -60,7 +65,23 @@ pub(crate) fn render<'s>(
                 Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
-    ))
+        push_results,
+    );
+    Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
+}
+
+/// Turns a reduction's new `(value, time, diff)` results for `key` into updates to seal.
+pub(crate) fn push_results(
+    updates: &mut Updates<Row, Diff>,
+    key: RowRef,
+    results: &mut Vec<(Row, Timestamp, Diff)>,
+) {
+    updates.clear();
+    updates.extend(
+        results
+            .drain(..)
+            .map(|(value, time, diff)| ((key.to_row(), value), time, diff)),
+    );
 }
 
 /// The aggregate with its columns counted from the start of the argument columns.

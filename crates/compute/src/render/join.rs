@@ -29,7 +29,9 @@ use timely::dataflow::operators::generic::Operator;
 
 use super::evaluate::RowEvaluator;
 use super::{codec, RenderError, RowCollection, Update};
+use crate::arrangement::{RowBatcher, RowSpine};
 use crate::errors::DataflowErrors;
+use crate::row_container::RowRef;
 
 type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
@@ -77,10 +79,12 @@ pub(crate) fn render<'s>(
     let pair_schema = concat_schema(left_schema, right_schema);
     let matched_pairs =
         |left: KeyedRows<'s>, right: KeyedRows<'s>| -> Result<Pairs<'s>, RenderError> {
-            let pairs = left.arrange_by_key_named("JoinLeft").join_core(
-                right.arrange_by_key_named("JoinRight"),
-                |_key, l: &Row, r: &Row| Some((l.clone(), r.clone())),
-            );
+            let pairs = left
+                .arrange_named::<RowBatcher, RowSpine>("JoinLeft", RowBatcher::new)
+                .join_core(
+                    right.arrange_named::<RowBatcher, RowSpine>("JoinRight", RowBatcher::new),
+                    |_key, l: RowRef, r: RowRef| Some((l.to_row(), r.to_row())),
+                );
             match filter {
                 Some(filter) => {
                     filter_pairs(pairs, codec(&pair_schema)?, filter.clone(), errors.clone())

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
-use plan::Plan;
+use plan::{JoinKind, Plan};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use timely::dataflow::Scope;
 
@@ -133,6 +133,7 @@ impl<'s> RenderContext<'s, '_> {
                     aggregates: aggregates.clone(),
                     is_global: *is_global,
                     output_schema: schema.clone(),
+                    append_only: self.is_append_only(input),
                 };
                 reduce::render(self.scope, rows, spec, (self.dataflow, self.errors.clone()))
             }
@@ -160,6 +161,23 @@ impl<'s> RenderContext<'s, '_> {
         }
     }
 
+    /// Whether no row of `plan`'s collection is ever retracted: it is built from streams (which
+    /// only append) and constants by operators that never retract a row they emitted.
+    fn is_append_only(&self, plan: &Plan) -> bool {
+        match plan {
+            Plan::Get { id, .. } => self.streams.contains_key(id),
+            Plan::Constant { rows, .. } => rows.iter().all(|(_, diff)| *diff > 0),
+            Plan::Map { input, .. } => self.is_append_only(input),
+            Plan::Union { inputs, .. } => inputs.iter().all(|input| self.is_append_only(input)),
+            Plan::Join {
+                left, right, kind, ..
+            } => {
+                *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
+            }
+            Plan::Reduce { .. } | Plan::Distinct { .. } | Plan::TopK { .. } => false,
+        }
+    }
+
     fn import(&mut self, id: GlobalId) -> Result<RowCollection<'s>, RenderError> {
         if self.streams.contains_key(&id) {
             return Ok(self.read_stream(id));
@@ -172,7 +190,7 @@ impl<'s> RenderContext<'s, '_> {
         Ok(arrangement
             .trace
             .import_named(self.scope, &format!("Import {id}"))
-            .as_collection(move |key, value| layout.row(key, value).clone()))
+            .as_collection(move |key, value| layout.row(key, value).to_row()))
     }
 
     /// The rows of stream `id`, through an input of this dataflow's own.

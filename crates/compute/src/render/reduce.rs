@@ -3,9 +3,10 @@
 //! Semantics on `(row, t, d)` updates: rows are grouped by their first `group_len` columns;
 //! for every group whose input changed at `t`, the old result row is retracted and the new one
 //! inserted (a group whose last row is deleted disappears). Two strategies:
-//! - accumulable aggregates only (count, sum and avg of integers and decimals): each update
-//!   becomes a diff-weighted vector of partial sums; differential dataflow adds them up, so a
-//!   change costs O(1) regardless of the group's size (state: one accumulated vector per group);
+//! - accumulable aggregates only (count, sum and avg of integers and decimals, and min and max
+//!   over an append-only input): each update becomes a diff-weighted accumulation; differential
+//!   dataflow adds them up, so a change costs O(1) regardless of the group's size (state: one
+//!   accumulation per group);
 //! - otherwise: the group's consolidated values (distinct values with their counts) are
 //!   revisited when the group changes (state: the arranged input and output).
 //!
@@ -29,6 +30,8 @@ pub(crate) struct ReduceSpec {
     pub aggregates: Vec<AggregateExpr>,
     pub is_global: bool,
     pub output_schema: SchemaRef,
+    /// No row of the input is ever retracted.
+    pub append_only: bool,
 }
 
 impl ReduceSpec {
@@ -49,7 +52,11 @@ pub(crate) fn render<'s>(
     spec: ReduceSpec,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let groups = if spec.aggregates.iter().all(AggregateExpr::is_accumulable) {
+    let groups = if spec
+        .aggregates
+        .iter()
+        .all(|a| accumulable::accumulates(a, spec.append_only))
+    {
         accumulable::render(rows, &spec, errors)?
     } else {
         let width = spec.input_schema.fields().len();

@@ -1,0 +1,345 @@
+//! Nexmark: how fast each query's materialized view keeps up with the generator.
+//!
+//! For each `--query`, starts a fresh server, creates the `nexmark` sources the query reads
+//! (each over the same `--events`-event sequence, generating as fast as it can) and the
+//! query's view from `benches/nexmark/`, and waits until every source has delivered all its
+//! rows and the view's frontier has passed the sources' last commit. It reports events/s over
+//! that time, events per CPU-second (user + system time of the whole server process, the
+//! generators included), the server's peak resident memory and the rows the view holds at the
+//! end. `groupby` is not a Nexmark query but the keyed aggregate of the performance goals:
+//! `count(*)` and `max(price)` per auction over a `datagen` source with 100,000 auctions.
+//!
+//! The results are printed as a Markdown table (the form `docs/benchmarks.md` quotes) and, with
+//! `--json FILE`, appended to FILE as one JSON object per line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use fluxion_benches::BenchServer;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// The server binary to benchmark.
+    #[arg(long, default_value = "target/release/fluxion")]
+    binary: PathBuf,
+    /// The queries to run, comma-separated: `q0` … `q22`, or `groupby`.
+    #[arg(long, value_delimiter = ',', default_value = "q0")]
+    query: Vec<String>,
+    /// Events in the generated sequence (for `groupby`: rows).
+    #[arg(long, default_value_t = 10_000_000)]
+    events: u64,
+    /// Dataflow worker threads of the server.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Append each result to this file as a line of JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Give up on a query after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    timeout_seconds: u64,
+}
+
+/// The text of query `name`, from `benches/nexmark/`.
+fn query_sql(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "q0" => include_str!("../../nexmark/q0.sql"),
+        "q1" => include_str!("../../nexmark/q1.sql"),
+        "q2" => include_str!("../../nexmark/q2.sql"),
+        "q3" => include_str!("../../nexmark/q3.sql"),
+        "q4" => include_str!("../../nexmark/q4.sql"),
+        "q5" => include_str!("../../nexmark/q5.sql"),
+        "q6" => include_str!("../../nexmark/q6.sql"),
+        "q7" => include_str!("../../nexmark/q7.sql"),
+        "q8" => include_str!("../../nexmark/q8.sql"),
+        "q9" => include_str!("../../nexmark/q9.sql"),
+        "q10" => include_str!("../../nexmark/q10.sql"),
+        "q11" => include_str!("../../nexmark/q11.sql"),
+        "q12" => include_str!("../../nexmark/q12.sql"),
+        "q13" => include_str!("../../nexmark/q13.sql"),
+        "q14" => include_str!("../../nexmark/q14.sql"),
+        "q15" => include_str!("../../nexmark/q15.sql"),
+        "q16" => include_str!("../../nexmark/q16.sql"),
+        "q17" => include_str!("../../nexmark/q17.sql"),
+        "q18" => include_str!("../../nexmark/q18.sql"),
+        "q19" => include_str!("../../nexmark/q19.sql"),
+        "q20" => include_str!("../../nexmark/q20.sql"),
+        "q21" => include_str!("../../nexmark/q21.sql"),
+        "q22" => include_str!("../../nexmark/q22.sql"),
+        "groupby" => include_str!("../../nexmark/groupby.sql"),
+        _ => return None,
+    })
+}
+
+/// A source a query reads, and how many rows it delivers out of `events` events.
+struct SourceSpec {
+    name: &'static str,
+    columns: &'static str,
+    expected_rows: fn(u64) -> u64,
+}
+
+/// Events `first..first + len` of every 50 belong to a table (1 person, 3 auctions, 46 bids).
+fn share(events: u64, first: u64, len: u64) -> u64 {
+    events / 50 * len + (events % 50).saturating_sub(first).min(len)
+}
+
+const NEXMARK_SOURCES: [SourceSpec; 3] = [
+    SourceSpec {
+        name: "person",
+        columns: "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, \
+                  city VARCHAR, state VARCHAR, date_time TIMESTAMP, extra VARCHAR",
+        expected_rows: |events| share(events, 0, 1),
+    },
+    SourceSpec {
+        name: "auction",
+        columns: "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, \
+                  reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, \
+                  category BIGINT, extra VARCHAR",
+        expected_rows: |events| share(events, 1, 3),
+    },
+    SourceSpec {
+        name: "bid",
+        columns: "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, \
+                  date_time TIMESTAMP, extra VARCHAR",
+        expected_rows: |events| share(events, 4, 46),
+    },
+];
+
+/// The Nexmark tables Nexmark query `query` reads.
+fn nexmark_sources_of(query: &str) -> &'static [&'static str] {
+    match query {
+        "q3" => &["person", "auction"],
+        "q8" => &["person", "auction"],
+        "q4" | "q6" | "q9" | "q20" => &["auction", "bid"],
+        _ => &["bid"],
+    }
+}
+
+/// The `CREATE SOURCE` statements for `query`'s sources over `events` events, and the
+/// sources with the rows each will deliver.
+fn sources_for(query: &str, events: u64) -> (String, Vec<(&'static str, u64)>) {
+    if query == "groupby" {
+        let ddl = format!(
+            "CREATE SOURCE bids (seq BIGINT, auction BIGINT, price BIGINT) WITH ( \
+               connector = 'datagen', datagen.rows.per.second = '0', \
+               fields.seq.kind = 'sequence', fields.seq.start = '1', fields.seq.end = '{events}', \
+               fields.auction.min = '0', fields.auction.max = '99999', fields.auction.seed = '1', \
+               fields.price.min = '1', fields.price.max = '1000000', fields.price.seed = '2');"
+        );
+        return (ddl, vec![("bids", events)]);
+    }
+    let mut ddl = String::new();
+    let mut used = Vec::new();
+    for source in &NEXMARK_SOURCES {
+        if nexmark_sources_of(query).contains(&source.name) {
+            ddl.push_str(&format!(
+                "CREATE SOURCE {} ({}) WITH (connector = 'nexmark', \
+                   nexmark.table.type = '{}', nexmark.event.rate = '0', \
+                   nexmark.event.num = '{events}');\n",
+                source.name,
+                source.columns,
+                capitalized(source.name),
+            ));
+            used.push((source.name, (source.expected_rows)(events)));
+        }
+    }
+    (ddl, used)
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+/// The name of the materialized view `sql` creates.
+fn view_name(sql: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let start = lower.find("create materialized view")? + "create materialized view".len();
+    lower[start..]
+        .split_whitespace()
+        .next()
+        .map(|name| name.trim_end_matches('(').to_string())
+}
+
+/// What one query's run measured.
+struct Outcome {
+    query: String,
+    events: u64,
+    seconds: f64,
+    cpu_seconds: f64,
+    peak_resident_mib: f64,
+    view_rows: i64,
+}
+
+impl Outcome {
+    fn events_per_second(&self) -> f64 {
+        self.events as f64 / self.seconds
+    }
+
+    fn events_per_cpu_second(&self) -> f64 {
+        self.events as f64 / self.cpu_seconds
+    }
+
+    fn json(&self, workers: usize) -> String {
+        format!(
+            "{{\"query\":\"{}\",\"events\":{},\"workers\":{workers},\"seconds\":{:.3},\
+             \"cpu_seconds\":{:.2},\"events_per_second\":{:.0},\"events_per_cpu_second\":{:.0},\
+             \"peak_resident_mib\":{:.1},\"view_rows\":{}}}",
+            self.query,
+            self.events,
+            self.seconds,
+            self.cpu_seconds,
+            self.events_per_second(),
+            self.events_per_cpu_second(),
+            self.peak_resident_mib,
+            self.view_rows
+        )
+    }
+}
+
+/// Runs `query` on a fresh server and measures it.
+async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
+    let sql = query_sql(query).ok_or_else(|| format!("unknown query {query}"))?;
+    let view = view_name(sql).ok_or_else(|| format!("{query} creates no materialized view"))?;
+    let (sources, expected) = sources_for(query, args.events);
+    let server = BenchServer::start(&args.binary, args.workers)?;
+    let client = server.connect().await?;
+    let fail = |e: tokio_postgres::Error| match e.as_db_error() {
+        Some(db) => format!("{query}: {} ({})", db.message(), db.code().code()),
+        None => format!("{query}: {e}"),
+    };
+    let cpu_before = server.cpu_seconds().unwrap_or(0.0);
+    let started = Instant::now();
+    // Sources and view in one batch: the generators start at once, so the clock starts here.
+    client
+        .batch_execute(&format!("{sources}\n{sql}"))
+        .await
+        .map_err(fail)?;
+    let deadline = started + Duration::from_secs(args.timeout_seconds);
+    let mut last_report = Instant::now();
+    let mut delivered_at: Option<i64> = None;
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{query}: not caught up in {} s",
+                args.timeout_seconds
+            ));
+        }
+        let status = client
+            .query(
+                "SELECT source_name, rows::bigint, status, last_error \
+                 FROM fluxion_catalog.source_stats",
+                &[],
+            )
+            .await
+            .map_err(fail)?;
+        // Commit timestamps are milliseconds of the wall clock (later only when several
+        // commits share a millisecond): once every row has been delivered, the view has
+        // caught up when its frontier passes the time delivery was first seen complete.
+        let seen_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_millis() as i64;
+        let mut done = true;
+        let mut delivered = 0i64;
+        for row in &status {
+            let name: String = row.get(0);
+            let rows: i64 = row.get(1);
+            if row.get::<_, String>(2) == "failed" {
+                let error: Option<String> = row.get(3);
+                return Err(format!("{query}: source {name} failed: {error:?}"));
+            }
+            delivered += rows;
+            let wanted = expected.iter().find(|(n, _)| *n == name).map(|(_, r)| *r);
+            done &= wanted.is_some_and(|wanted| rows as u64 >= wanted);
+        }
+        if last_report.elapsed() > Duration::from_secs(10) {
+            eprintln!(
+                "{query}: {:.0} s, {delivered} source rows delivered",
+                started.elapsed().as_secs_f64()
+            );
+            last_report = Instant::now();
+        }
+        if !done {
+            continue;
+        }
+        let delivered_at = *delivered_at.get_or_insert(seen_at);
+        let upper: Option<i64> = client
+            .query_opt(
+                "SELECT upper::bigint FROM fluxion_catalog.frontiers WHERE object_name = $1",
+                &[&view],
+            )
+            .await
+            .map_err(fail)?
+            .and_then(|row| row.get(0));
+        if upper.is_some_and(|upper| upper > delivered_at) {
+            break;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu_seconds = server.cpu_seconds().unwrap_or(f64::NAN) - cpu_before;
+    let peak_resident_mib = server.peak_resident_mib().unwrap_or(f64::NAN);
+    let view_rows: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {view}"), &[])
+        .await
+        .map_err(fail)?
+        .get(0);
+    Ok(Outcome {
+        query: query.to_string(),
+        events: args.events,
+        seconds,
+        cpu_seconds,
+        peak_resident_mib,
+        view_rows,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let args = Args::parse();
+    println!(
+        "| query | events | seconds | events/s | CPU s | events per CPU-s | peak RSS MiB | view rows |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut failures = Vec::new();
+    for query in &args.query {
+        match run(&args, query).await {
+            Ok(outcome) => {
+                println!(
+                    "| {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} | {} |",
+                    outcome.query,
+                    outcome.events,
+                    outcome.seconds,
+                    outcome.events_per_second(),
+                    outcome.cpu_seconds,
+                    outcome.events_per_cpu_second(),
+                    outcome.peak_resident_mib,
+                    outcome.view_rows
+                );
+                if let Some(path) = &args.json {
+                    let mut file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    writeln!(file, "{}", outcome.json(args.workers))
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+            }
+            Err(error) => {
+                println!("| {query} | {} | failed: {error} |||||", args.events);
+                failures.push(query.clone());
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("failed: {}", failures.join(", ")))
+    }
+}
