@@ -404,6 +404,17 @@ impl Rewriter<'_> {
             (FunctionArguments::List(_), "_pg_expandarray") if qualified_by_expandarray => {
                 Some(call("unnest", vec![Expr::Function(function.clone())]))
             }
+            // PostgreSQL's `mod(x, y)` is `x % y` (the remainder takes the dividend's sign).
+            (FunctionArguments::List(list), "mod") => match list.args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(x)), FunctionArg::Unnamed(FunctionArgExpr::Expr(y))] => {
+                    Some(Expr::Nested(Box::new(Expr::BinaryOp {
+                        left: Box::new(x.clone()),
+                        op: BinaryOperator::Modulo,
+                        right: Box::new(y.clone()),
+                    })))
+                }
+                _ => None,
+            },
             (FunctionArguments::List(_), "generate_subscripts") => {
                 let mut subscripts = function.clone();
                 subscripts.name = ObjectName::from(vec![Ident::new("__subscripts")]);
