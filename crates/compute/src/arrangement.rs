@@ -50,6 +50,21 @@ pub(crate) type RowBatcher = FlatBatcher<RowContainer, Row, Diff>;
 /// (join inputs, reductions): keys and values both flat.
 pub(crate) type RowSpine = FlatSpine<RowContainer, Diff>;
 
+/// Turns a reduction's new `(value, time, diff)` results for `key` into the updates its
+/// output arrangement seals.
+pub(crate) fn reduction_updates(
+    updates: &mut Updates<Row, Diff>,
+    key: RowRef,
+    results: &mut Vec<(Row, Timestamp, Diff)>,
+) {
+    updates.clear();
+    updates.extend(
+        results
+            .drain(..)
+            .map(|(value, time, diff)| ((key.to_row(), value), time, diff)),
+    );
+}
+
 /// A handle to an arrangement's trace, shared by the dataflows that read it.
 pub(crate) type RowTrace = TraceAgent<RowSpine>;
 

@@ -27,10 +27,10 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 
-use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, push_results};
+use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values};
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError, RowCollection};
-use crate::arrangement::{FlatBatcher, FlatSpine, RowBuilder, RowSpine};
+use crate::arrangement::{reduction_updates, FlatBatcher, FlatSpine, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::RowContainer;
 
@@ -216,7 +216,7 @@ pub(crate) fn render<'s>(
                 Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
-        push_results,
+        reduction_updates,
     );
     Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
 }

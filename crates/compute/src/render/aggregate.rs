@@ -15,11 +15,11 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use datafusion::common::ScalarValue;
 use plan::{AggregateExpr, AggregateFunc};
-use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use repr::{Diff, GlobalId, Row, RowCodec};
 
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError};
-use crate::arrangement::{RowBatcher, RowBuilder, RowSpine, Updates};
+use crate::arrangement::{reduction_updates, RowBatcher, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::{RowContainer, RowRef};
 
@@ -65,23 +65,9 @@ pub(crate) fn render<'s>(
                 Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
-        push_results,
+        reduction_updates,
     );
     Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
-}
-
-/// Turns a reduction's new `(value, time, diff)` results for `key` into updates to seal.
-pub(crate) fn push_results(
-    updates: &mut Updates<Row, Diff>,
-    key: RowRef,
-    results: &mut Vec<(Row, Timestamp, Diff)>,
-) {
-    updates.clear();
-    updates.extend(
-        results
-            .drain(..)
-            .map(|(value, time, diff)| ((key.to_row(), value), time, diff)),
-    );
 }
 
 /// The aggregate with its columns counted from the start of the argument columns.
