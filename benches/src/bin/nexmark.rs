@@ -184,20 +184,18 @@ impl Outcome {
         self.events as f64 / self.cpu_seconds
     }
 
-    fn json(&self, workers: usize) -> String {
-        format!(
-            "{{\"query\":\"{}\",\"events\":{},\"workers\":{workers},\"seconds\":{:.3},\
-             \"cpu_seconds\":{:.2},\"events_per_second\":{:.0},\"events_per_cpu_second\":{:.0},\
-             \"peak_resident_mib\":{:.1},\"view_rows\":{}}}",
-            self.query,
-            self.events,
-            self.seconds,
-            self.cpu_seconds,
-            self.events_per_second(),
-            self.events_per_cpu_second(),
-            self.peak_resident_mib,
-            self.view_rows
-        )
+    fn json(&self, workers: usize) -> serde_json::Value {
+        serde_json::json!({
+            "query": self.query,
+            "events": self.events,
+            "workers": workers,
+            "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+            "events_per_second": self.events_per_second(),
+            "events_per_cpu_second": self.events_per_cpu_second(),
+            "peak_resident_mib": self.peak_resident_mib,
+            "view_rows": self.view_rows,
+        })
     }
 }
 
