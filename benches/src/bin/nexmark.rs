@@ -75,6 +75,8 @@ fn query_sql(name: &str) -> Option<&'static str> {
 /// A source a query reads, and how many rows it delivers out of `events` events.
 struct SourceSpec {
     name: &'static str,
+    /// The connector's `nexmark.table.type`.
+    table_type: &'static str,
     columns: &'static str,
     expected_rows: fn(u64) -> u64,
 }
@@ -87,12 +89,14 @@ fn share(events: u64, first: u64, len: u64) -> u64 {
 const NEXMARK_SOURCES: [SourceSpec; 3] = [
     SourceSpec {
         name: "person",
+        table_type: "Person",
         columns: "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, \
                   city VARCHAR, state VARCHAR, date_time TIMESTAMP, extra VARCHAR",
         expected_rows: |events| share(events, 0, 1),
     },
     SourceSpec {
         name: "auction",
+        table_type: "Auction",
         columns: "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, \
                   reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, \
                   category BIGINT, extra VARCHAR",
@@ -100,6 +104,7 @@ const NEXMARK_SOURCES: [SourceSpec; 3] = [
     },
     SourceSpec {
         name: "bid",
+        table_type: "Bid",
         columns: "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, \
                   date_time TIMESTAMP, extra VARCHAR",
         expected_rows: |events| share(events, 4, 46),
@@ -137,22 +142,12 @@ fn sources_for(query: &str, events: u64) -> (String, Vec<(&'static str, u64)>) {
                 "CREATE SOURCE {} ({}) WITH (connector = 'nexmark', \
                    nexmark.table.type = '{}', nexmark.event.rate = '0', \
                    nexmark.event.num = '{events}');\n",
-                source.name,
-                source.columns,
-                capitalized(source.name),
+                source.name, source.columns, source.table_type,
             ));
             used.push((source.name, (source.expected_rows)(events)));
         }
     }
     (ddl, used)
-}
-
-fn capitalized(word: &str) -> String {
-    let mut chars = word.chars();
-    chars
-        .next()
-        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
-        .unwrap_or_default()
 }
 
 /// The name of the materialized view `sql` creates.

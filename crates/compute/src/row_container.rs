@@ -20,6 +20,12 @@ impl<'a> RowRef<'a> {
     }
 }
 
+impl AsRef<[u8]> for RowRef<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.0
+    }
+}
+
 impl<'a> From<&'a Row> for RowRef<'a> {
     fn from(row: &'a Row) -> Self {
         RowRef(row.as_bytes())

@@ -44,6 +44,12 @@ impl Row {
     }
 }
 
+impl AsRef<[u8]> for Row {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl fmt::Debug for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Row(")?;
@@ -128,15 +134,17 @@ impl RowCodec {
         self.encode_columns(batch.columns(), batch.num_rows())
     }
 
-    /// Decodes rows into one batch of this codec's schema.
+    /// Decodes rows (each a [`Row`] or the bytes of one) into one batch of this codec's schema.
     ///
     /// Where the data violates the schema's nullability (a NULL padded in by an outer join), the
     /// batch uses the same schema with every column nullable.
-    pub fn decode<'a, I>(&self, rows: I) -> Result<RecordBatch, ReprError>
+    pub fn decode<I>(&self, rows: I) -> Result<RecordBatch, ReprError>
     where
-        I: IntoIterator<Item = &'a Row>,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
     {
-        let parsed: Vec<_> = rows.into_iter().map(|r| self.parser.parse(&r.0)).collect();
+        let rows: Vec<I::Item> = rows.into_iter().collect();
+        let parsed: Vec<_> = rows.iter().map(|r| self.parser.parse(r.as_ref())).collect();
         let num_rows = parsed.len();
         let columns = if self.schema.fields().is_empty() {
             Vec::new()

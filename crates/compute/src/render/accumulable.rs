@@ -14,9 +14,11 @@
 //! stream source is): the largest value seen is then the largest value present. A retraction
 //! reaching such an aggregate breaks that promise; it is counted as a view error.
 
+use std::rc::Rc;
+
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::SortOptions;
-use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::arrow::row::{RowConverter, RowParser, SortField};
 use datafusion::common::ScalarValue;
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::AsCollection;
@@ -80,6 +82,7 @@ pub(crate) fn accumulates(aggregate: &AggregateExpr, append_only: bool) -> bool 
 /// that the extreme the aggregate wants is always the largest encoding.
 struct ExtremeCodec {
     converter: RowConverter,
+    parser: RowParser,
 }
 
 impl ExtremeCodec {
@@ -99,7 +102,8 @@ impl ExtremeCodec {
         };
         let converter = RowConverter::new(vec![SortField::new_with_options(data_type, options)])
             .map_err(|e| RenderError(e.to_string()))?;
-        Ok(Some(Self { converter }))
+        let parser = converter.parser();
+        Ok(Some(Self { converter, parser }))
     }
 
     /// Each value of `column` encoded, `None` where it is NULL.
@@ -119,10 +123,9 @@ impl ExtremeCodec {
 
     /// The value `encoded` holds.
     fn decode(&self, encoded: &Row) -> Result<ScalarValue, String> {
-        let parser = self.converter.parser();
         let columns = self
             .converter
-            .convert_rows([parser.parse(encoded.as_bytes())])
+            .convert_rows([self.parser.parse(encoded.as_bytes())])
             .map_err(|e| e.to_string())?;
         ScalarValue::try_from_array(&columns[0], 0).map_err(|e| e.to_string())
     }
@@ -141,16 +144,16 @@ pub(crate) fn render<'s>(
         &group_columns,
     )?)?;
     let output = codec(&spec.aggregates_schema()?)?;
-    let aggregates = spec.aggregates.clone();
-    let finishing = spec.aggregates.clone();
-    let encoders = aggregates
-        .iter()
-        .map(ExtremeCodec::new)
-        .collect::<Result<Vec<_>, _>>()?;
-    let decoders = aggregates
-        .iter()
-        .map(ExtremeCodec::new)
-        .collect::<Result<Vec<_>, _>>()?;
+    // The operator that makes accumulations and the reduction that finishes them run on the
+    // same worker thread and share the aggregates and their codecs.
+    let aggregates = Rc::new(spec.aggregates.clone());
+    let extremes = Rc::new(
+        aggregates
+            .iter()
+            .map(ExtremeCodec::new)
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    let (finishing, decoders) = (aggregates.clone(), extremes.clone());
     let (dataflow, errors) = errors;
     let retraction_errors = errors.clone();
     let partials = rows
@@ -165,7 +168,7 @@ pub(crate) fn render<'s>(
                             .decode(data.iter().map(|(row, _, _)| row))
                             .expect("invariant: rows decode with the codec that encoded them");
                         let keys = group_keys(&key, &batch, &group_columns);
-                        let per_row = accumulations(&aggregates, &encoders, &batch);
+                        let per_row = accumulations(&aggregates, &extremes, &batch);
                         let mut session = out.session(&time);
                         for ((key, mut update), (_, t, d)) in
                             keys.into_iter().zip(per_row).zip(data.iter())

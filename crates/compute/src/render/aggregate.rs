@@ -46,9 +46,8 @@ pub(crate) fn render<'s>(
     let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
         "Aggregate",
         move |_key, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
-            let values: Vec<Row> = input.iter().map(|(row, _)| row.to_row()).collect();
             let batch = arguments
-                .decode(values.iter())
+                .decode(input.iter().map(|(row, _)| *row))
                 .expect("invariant: arguments decode with the codec that encoded them");
             let counts: Vec<Diff> = input.iter().map(|(_, count)| *count).collect();
             let values = aggregates
