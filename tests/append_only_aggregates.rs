@@ -1,11 +1,11 @@
-//! Min and max over append-only sources are accumulated (one value per group, O(1) per row)
-//! rather than recomputed from every value of the group. Views over a followed file source,
+//! Min and max over append-only sources, and DISTINCT count and sum, are accumulated (O(1) per
+//! row) rather than recomputed from every value of the group. Views over a followed file source,
 //! fed random rows (NULLs and FILTERs included) in rounds, must equal after every round the
 //! same aggregates computed from scratch, here in the test, over every row written so far.
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -99,6 +99,19 @@ fn expected_per_group(events: &[Event]) -> Vec<String> {
                 text(rows.iter().map(|r| r.seconds).min().map(timestamp)),
                 text(positive_max),
                 text(ints().reduce(|a, b| a + b)),
+                texts()
+                    .map(str::len)
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    .to_string(),
+                text(
+                    ints()
+                        .filter(|i| *i > 0)
+                        .map(|i| i % 10)
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .reduce(|a, b| a + b),
+                ),
             ]
             .join("|")
         })
@@ -131,7 +144,7 @@ fn append(path: &Path, events: &[Event]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn min_and_max_over_an_append_only_source_equal_a_from_scratch_computation() {
+async fn accumulated_aggregates_over_an_append_only_source_equal_a_from_scratch_computation() {
     let mut rng = StdRng::seed_from_u64(7);
     let files = tempfile::tempdir().expect("a temporary directory");
     let path = files.path().join("events.jsonl");
@@ -146,7 +159,9 @@ async fn min_and_max_over_an_append_only_source_equal_a_from_scratch_computation
              CREATE MATERIALIZED VIEW per_group AS
                SELECT g, count(*) AS rows, min(i) AS min_i, max(i) AS max_i, min(t) AS min_t,
                       max(t) AS max_t, max(n) AS max_n, min(ts) AS first_ts,
-                      max(i) FILTER (WHERE i > 0) AS max_positive, sum(i) AS sum_i
+                      max(i) FILTER (WHERE i > 0) AS max_positive, sum(i) AS sum_i,
+                      count(DISTINCT length(t)) AS lengths,
+                      sum(DISTINCT i % 10) FILTER (WHERE i > 0) AS positive_digits
                FROM events GROUP BY g;
              CREATE MATERIALIZED VIEW overall AS
                SELECT count(*) AS rows, max(t) AS max_t,

@@ -253,10 +253,7 @@ fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
             format!("max({})", column_or_literal(rng, scope, ordered_kind)),
             ordered_kind,
         ),
-        6 => of(
-            format!("count(DISTINCT {})", any_expr(rng, scope).sql),
-            Kind::Int,
-        ),
+        6 => distinct_aggregate(rng, scope, numeric_kind),
         7 => of(
             format!("bool_and({})", expr(rng, scope, Kind::Bool)),
             Kind::Bool,
@@ -276,6 +273,29 @@ fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
             format!("max({})", expr(rng, scope, ordered_kind)),
             ordered_kind,
         ),
+    }
+}
+
+/// A DISTINCT count, sum or avg, sometimes with a FILTER.
+fn distinct_aggregate(rng: &mut StdRng, scope: &Scope, numeric_kind: Kind) -> Output {
+    let filter = if rng.random_bool(0.4) {
+        format!(" FILTER (WHERE {})", expr(rng, scope, Kind::Bool))
+    } else {
+        String::new()
+    };
+    match rng.random_range(0..3) {
+        0 => Output::of(
+            format!("count(DISTINCT {}){filter}", any_expr(rng, scope).sql),
+            Kind::Int,
+        ),
+        1 => Output::of(
+            format!("sum(DISTINCT {}){filter}", expr(rng, scope, numeric_kind)),
+            numeric_kind,
+        ),
+        _ => Output {
+            sql: format!("avg(DISTINCT {}){filter}", expr(rng, scope, numeric_kind)),
+            kind: (numeric_kind == Kind::Numeric).then_some(Kind::Numeric),
+        },
     }
 }
 

@@ -188,31 +188,6 @@ pub enum AggregateFunc {
     BoolOr,
 }
 
-impl AggregateExpr {
-    /// Whether the aggregate can be maintained by adding diff-weighted values (O(1) per
-    /// update) rather than by revisiting the group's values.
-    pub fn is_accumulable(&self) -> bool {
-        !self.distinct
-            && match self.func {
-                AggregateFunc::Count => true,
-                AggregateFunc::Sum | AggregateFunc::Avg => matches!(
-                    self.input_type,
-                    Some(
-                        DataType::Int8
-                            | DataType::Int16
-                            | DataType::Int32
-                            | DataType::Int64
-                            | DataType::UInt8
-                            | DataType::UInt16
-                            | DataType::UInt32
-                            | DataType::Decimal128(..)
-                    )
-                ),
-                _ => false,
-            }
-    }
-}
-
 impl Plan {
     /// The schema of the rows this node produces.
     pub fn schema(&self) -> &SchemaRef {

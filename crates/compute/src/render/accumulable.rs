@@ -13,34 +13,44 @@
 //! Min and max only accumulate when no row is ever retracted (the input is append-only, as a
 //! stream source is): the largest value seen is then the largest value present. A retraction
 //! reaching such an aggregate breaks that promise; it is counted as a view error.
+//!
+//! DISTINCT count, sum and avg accumulate too: a row adds nothing to them directly; instead
+//! each distinct value of a group adds its accumulation once, when it first appears, and takes
+//! it back when its last row leaves ([`distinct`]).
 
 use std::rc::Rc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::row::{RowConverter, RowParser, SortField};
 use datafusion::common::ScalarValue;
 use differential_dataflow::difference::{IsZero, Semigroup};
-use differential_dataflow::AsCollection;
+use differential_dataflow::{AsCollection, VecCollection};
 use plan::{AggregateExpr, AggregateFunc};
-use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use repr::{Diff, GlobalId, Row, Timestamp};
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 
-use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values};
+use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, is_integer};
 use super::reduce::{GroupResults, ReduceSpec};
-use super::{codec, RenderError, RowCollection};
+use super::{codec, RenderError, RowCollection, Update};
 use crate::arrangement::{reduction_updates, FlatBatcher, FlatSpine, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::RowContainer;
+
+mod distinct;
 
 /// Sorts and consolidates `(group key, ())` updates with their accumulations.
 type AccumulationBatcher = FlatBatcher<Vec<()>, (), Accumulation>;
 
 /// The accumulations of every group, keyed by the group's key.
 type AccumulationSpine = FlatSpine<Vec<()>, Accumulation>;
+
+/// Updates of `(group key, ())` weighted by what they add to their group.
+type AccumulationUpdates<'s> = VecCollection<'s, Timestamp, (Row, ()), Accumulation>;
 
 /// What an update contributes to its group, and what a group's updates add up to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -70,12 +80,19 @@ impl Semigroup for Accumulation {
 }
 
 /// Whether `aggregate` can be accumulated over an input that is (`append_only`) or is not
-/// known to be append-only.
+/// known to be append-only: count of anything, sum and avg of integers and decimals (DISTINCT
+/// ones through [`distinct`]'s presences), and min and max over an append-only input (where
+/// DISTINCT changes nothing).
 pub(crate) fn accumulates(aggregate: &AggregateExpr, append_only: bool) -> bool {
-    aggregate.is_accumulable()
-        || (append_only
-            && !aggregate.distinct
-            && matches!(aggregate.func, AggregateFunc::Min | AggregateFunc::Max))
+    match aggregate.func {
+        AggregateFunc::Count => true,
+        AggregateFunc::Sum | AggregateFunc::Avg => aggregate
+            .input_type
+            .as_ref()
+            .is_some_and(|t| is_integer(t) || matches!(t, DataType::Decimal128(..))),
+        AggregateFunc::Min | AggregateFunc::Max => append_only,
+        _ => false,
+    }
 }
 
 /// The encoding of one min or max aggregate's values: memcomparable, descending for min, so
@@ -137,12 +154,6 @@ pub(crate) fn render<'s>(
     spec: &ReduceSpec,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<GroupResults<'s>, RenderError> {
-    let input = codec(&spec.input_schema)?;
-    let group_columns: Vec<usize> = (0..spec.group_len).collect();
-    let key = codec(&super::map_filter::project_schema(
-        &spec.input_schema,
-        &group_columns,
-    )?)?;
     let output = codec(&spec.aggregates_schema()?)?;
     // The operator that makes accumulations and the reduction that finishes them run on the
     // same worker thread and share the aggregates and their codecs.
@@ -156,40 +167,31 @@ pub(crate) fn render<'s>(
     let (finishing, decoders) = (aggregates.clone(), extremes.clone());
     let (dataflow, errors) = errors;
     let retraction_errors = errors.clone();
-    let partials = rows
-        .inner
-        .unary::<CapacityContainerBuilder<Vec<((Row, ()), Timestamp, Accumulation)>>, _, _, _>(
-            Pipeline,
-            "Accumulate",
-            move |_, _| {
-                move |input_handle, out| {
-                    input_handle.for_each(|time, data| {
-                        let batch = input
-                            .decode(data.iter().map(|(row, _, _)| row))
-                            .expect("invariant: rows decode with the codec that encoded them");
-                        let keys = group_keys(&key, &batch, &group_columns);
-                        let per_row = accumulations(&aggregates, &extremes, &batch);
-                        let mut session = out.session(&time);
-                        for ((key, mut update), (_, t, d)) in
-                            keys.into_iter().zip(per_row).zip(data.iter())
-                        {
-                            update.sums.iter_mut().for_each(|v| *v *= *d as i128);
-                            if *d < 0 && update.extremes.iter().any(Option::is_some) {
-                                retraction_errors.record(
-                                    dataflow,
-                                    0,
-                                    1,
-                                    "a row was retracted from an append-only input of min/max",
-                                );
-                                update.extremes.iter_mut().for_each(|e| *e = None);
-                            }
-                            session.give(((key, ()), *t, update));
-                        }
-                    });
+    let distinct_values = distinct::render(rows.clone(), spec, &aggregates)?;
+    let partials = map_batches(rows, spec, "Accumulate", move |batch, keys, updates| {
+        let per_row = accumulations(&aggregates, &extremes, batch);
+        keys.into_iter()
+            .zip(per_row)
+            .zip(updates)
+            .map(|((key, mut update), (_, t, d))| {
+                update.sums.iter_mut().for_each(|v| *v *= *d as i128);
+                if *d < 0 && update.extremes.iter().any(Option::is_some) {
+                    retraction_errors.record(
+                        dataflow,
+                        0,
+                        1,
+                        "a row was retracted from an append-only input of min/max",
+                    );
+                    update.extremes.iter_mut().for_each(|e| *e = None);
                 }
-            },
-        )
-        .as_collection();
+                ((key, ()), *t, update)
+            })
+            .collect()
+    })?;
+    let partials = match distinct_values {
+        Some(values) => partials.concat(values),
+        None => partials,
+    };
     let arranged = partials.arrange_named::<AccumulationBatcher, AccumulationSpine>(
         "Arrange: AccumulableAggregate",
         AccumulationBatcher::new,
@@ -224,13 +226,51 @@ pub(crate) fn render<'s>(
     Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
 }
 
-fn group_keys(key: &RowCodec, batch: &RecordBatch, group_columns: &[usize]) -> Vec<Row> {
-    let columns: Vec<_> = group_columns
-        .iter()
-        .map(|&c| batch.column(c).clone())
-        .collect();
-    key.encode_columns(&columns, batch.num_rows())
-        .expect("invariant: group columns encode with their own schema")
+/// Applies `logic` to every batch of `rows`, decoded once into columns, with each row's group
+/// key and its update; `logic` returns the updates to send on.
+fn map_batches<'s, D, R, L>(
+    rows: RowCollection<'s>,
+    spec: &ReduceSpec,
+    name: &str,
+    mut logic: L,
+) -> Result<VecCollection<'s, Timestamp, D, R>, RenderError>
+where
+    D: Clone + 'static,
+    R: Semigroup + 'static,
+    L: FnMut(&RecordBatch, Vec<Row>, &[Update]) -> Vec<(D, Timestamp, R)> + 'static,
+{
+    let input = codec(&spec.input_schema)?;
+    let group_columns: Vec<usize> = (0..spec.group_len).collect();
+    let key = codec(&super::map_filter::project_schema(
+        &spec.input_schema,
+        &group_columns,
+    )?)?;
+    let collection = rows
+        .inner
+        .unary::<CapacityContainerBuilder<Vec<(D, Timestamp, R)>>, _, _, _>(
+            Pipeline,
+            name,
+            move |_, _| {
+                move |input_handle, out| {
+                    input_handle.for_each(|time, data| {
+                        let batch = input
+                            .decode(data.iter().map(|(row, _, _)| row))
+                            .expect("invariant: rows decode with the codec that encoded them");
+                        let columns: Vec<_> = group_columns
+                            .iter()
+                            .map(|&c| batch.column(c).clone())
+                            .collect();
+                        let keys = key
+                            .encode_columns(&columns, batch.num_rows())
+                            .expect("invariant: group columns encode with their own schema");
+                        let updates = logic(&batch, keys, data);
+                        out.session(&time).give_iterator(updates.into_iter());
+                    });
+                }
+            },
+        )
+        .as_collection();
+    Ok(collection)
 }
 
 /// The unweighted accumulation of every row of `batch`.
@@ -246,15 +286,10 @@ fn accumulations(
         row[0] = 1;
     }
     for (a, aggregate) in aggregates.iter().enumerate() {
-        let passes: Vec<bool> = match aggregate.filter {
-            Some(f) => match batch.column(f).as_boolean_opt() {
-                Some(mask) => (0..rows)
-                    .map(|i| mask.is_valid(i) && mask.value(i))
-                    .collect(),
-                None => vec![false; rows],
-            },
-            None => vec![true; rows],
-        };
+        if distinct::counts_values(aggregate) {
+            continue;
+        }
+        let passes = passes_filter(aggregate, batch);
         if let (Some(codec), Some(column)) = (&extremes[a], aggregate.arg) {
             let encoded = codec
                 .encode(batch.column(column))
@@ -289,6 +324,20 @@ fn accumulations(
         .collect()
 }
 
+/// Per row of `batch`: whether it takes part in `aggregate` (passes its FILTER).
+fn passes_filter(aggregate: &AggregateExpr, batch: &RecordBatch) -> Vec<bool> {
+    let rows = batch.num_rows();
+    match aggregate.filter {
+        Some(f) => match batch.column(f).as_boolean_opt() {
+            Some(mask) => (0..rows)
+                .map(|i| mask.is_valid(i) && mask.value(i))
+                .collect(),
+            None => vec![false; rows],
+        },
+        None => vec![true; rows],
+    }
+}
+
 fn finish(aggregate: &AggregateExpr, sum: i128, count: i128) -> Result<ScalarValue, String> {
     let count = Diff::try_from(count).map_err(|_| "count out of range".to_string())?;
     match aggregate.func {
@@ -296,10 +345,7 @@ fn finish(aggregate: &AggregateExpr, sum: i128, count: i128) -> Result<ScalarVal
             .cast_to(&aggregate.output_type)
             .map_err(|e| e.to_string()),
         AggregateFunc::Avg => {
-            let input = aggregate
-                .input_type
-                .clone()
-                .unwrap_or(datafusion::arrow::datatypes::DataType::Int64);
+            let input = aggregate.input_type.clone().unwrap_or(DataType::Int64);
             finish_avg(sum, count, &input, &aggregate.output_type)
         }
         _ => finish_sum(sum, count, &aggregate.output_type),

@@ -1,5 +1,6 @@
-//! Aggregates recomputed from a group's consolidated values: min, max, count(DISTINCT),
-//! string_agg, bool_and/bool_or, and sums over floats or distinct values.
+//! Aggregates recomputed from a group's consolidated values: string_agg, bool_and/bool_or,
+//! sums over floats, min and max over an input that may retract, and every other aggregate of
+//! a GROUP BY that has one of these (DISTINCT ones included).
 //!
 //! Semantics on `(row, t, d)` updates: the input is arranged by group key with the aggregate
 //! arguments as value; when a group changes at `t`, differential dataflow hands the group's
