@@ -24,6 +24,7 @@ mod names;
 mod parse;
 mod planner;
 mod postgres_arrays;
+mod postgres_to_char;
 mod postgres_types;
 mod reg_types;
 mod result_columns;

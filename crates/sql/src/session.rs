@@ -59,6 +59,11 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
         .build();
     // The scalar-subquery rewrite of reads relies on it (see `rewrite::postgres_syntax`).
     let _ = state.register_udaf(Arc::new(crate::single_value::single_value_udaf()));
+    // Replaces DataFusion's `to_char`, which reads chrono's templates, not PostgreSQL's. Its
+    // alias `date_format` goes too: a state rebuilt from this one registers every function it
+    // holds, and the alias would bring DataFusion's back under the name `to_char`.
+    let _ = state.deregister_udf("to_char");
+    let _ = state.register_udf(Arc::new(crate::postgres_to_char::to_char()));
     state
         .catalog_list()
         .register_catalog(DATABASE.to_string(), catalog);
