@@ -1,0 +1,236 @@
+//! Every Nexmark query Fluxion runs (`benches/nexmark/q*.sql`), as a materialized view over
+//! the `nexmark` sources, equals PostgreSQL 15's answer to the same SQL over the same events.
+//!
+//! Fluxion generates the events (one shared sequence, the person, auction and bid sources each
+//! keeping their own kind) and maintains every query's view incrementally while the events
+//! arrive. Pass-through views hand the events to a throwaway PostgreSQL through `COPY`; there
+//! the same query files run as a batch computation. Numbers are compared to 12 significant
+//! digits (PostgreSQL's `avg` of integers is a numeric, Fluxion's a double); everything else
+//! as text.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use support::postgres::TestPostgres;
+use support::query::{row, sorted_rows};
+use support::TestServer;
+
+/// How many events the sources generate.
+const EVENTS: u64 = 20_000;
+
+/// The queries Fluxion runs. The others need event time (q5, q7, q8, q11, q12) or window
+/// functions (q6, q9, q18, q19); `docs/benchmarks.md` lists them.
+const QUERIES: [(&str, &str); 14] = [
+    ("q0", include_str!("../benches/nexmark/q0.sql")),
+    ("q1", include_str!("../benches/nexmark/q1.sql")),
+    ("q2", include_str!("../benches/nexmark/q2.sql")),
+    ("q3", include_str!("../benches/nexmark/q3.sql")),
+    ("q4", include_str!("../benches/nexmark/q4.sql")),
+    ("q10", include_str!("../benches/nexmark/q10.sql")),
+    ("q13", include_str!("../benches/nexmark/q13.sql")),
+    ("q14", include_str!("../benches/nexmark/q14.sql")),
+    ("q15", include_str!("../benches/nexmark/q15.sql")),
+    ("q16", include_str!("../benches/nexmark/q16.sql")),
+    ("q17", include_str!("../benches/nexmark/q17.sql")),
+    ("q20", include_str!("../benches/nexmark/q20.sql")),
+    ("q21", include_str!("../benches/nexmark/q21.sql")),
+    ("q22", include_str!("../benches/nexmark/q22.sql")),
+];
+
+/// A Nexmark table: its name, the generator's table type, its columns, and which of every 50
+/// events are its rows (`first`, `len`).
+struct Table {
+    name: &'static str,
+    table_type: &'static str,
+    columns: &'static str,
+    first: u64,
+    len: u64,
+}
+
+const TABLES: [Table; 3] = [
+    Table {
+        name: "person",
+        table_type: "Person",
+        columns: "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, \
+                  city VARCHAR, state VARCHAR, date_time TIMESTAMP, extra VARCHAR",
+        first: 0,
+        len: 1,
+    },
+    Table {
+        name: "auction",
+        table_type: "Auction",
+        columns: "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, \
+                  reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, \
+                  category BIGINT, extra VARCHAR",
+        first: 1,
+        len: 3,
+    },
+    Table {
+        name: "bid",
+        table_type: "Bid",
+        columns: "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, \
+                  date_time TIMESTAMP, extra VARCHAR",
+        first: 4,
+        len: 46,
+    },
+];
+
+impl Table {
+    /// The rows `events` events hold.
+    fn rows(&self) -> u64 {
+        EVENTS / 50 * self.len + (EVENTS % 50).saturating_sub(self.first).min(self.len)
+    }
+}
+
+/// Rows of `side_input` (q13's lookup table), in both databases.
+fn side_input_rows() -> String {
+    let values: Vec<String> = (0..10_000)
+        .step_by(7)
+        .map(|key| format!("({key}, 'side-{key}')"))
+        .collect();
+    format!("INSERT INTO side_input VALUES {};", values.join(", "))
+}
+
+/// `cell` as compared: numbers to 12 significant digits.
+fn normalized(cell: &str) -> String {
+    match cell.parse::<f64>() {
+        Ok(number) => format!("{number:.11e}"),
+        Err(_) => cell.to_string(),
+    }
+}
+
+/// The rows of `sql`, each cell normalized, sorted.
+async fn normalized_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<String> {
+    let mut rows: Vec<String> = sorted_rows(client, sql)
+        .await
+        .iter()
+        .map(|row| row.split('|').map(normalized).collect::<Vec<_>>().join("|"))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Copies every row of Fluxion's `all_<table>` into PostgreSQL's `<table>`.
+async fn copy_table(
+    fluxion: &tokio_postgres::Client,
+    postgres: &tokio_postgres::Client,
+    table: &str,
+) {
+    let out = fluxion
+        .copy_out(&format!("COPY (SELECT * FROM all_{table}) TO STDOUT"))
+        .await
+        .expect("COPY out of Fluxion");
+    let sink = postgres
+        .copy_in::<_, bytes::Bytes>(&format!("COPY {table} FROM STDIN"))
+        .await
+        .expect("COPY into PostgreSQL");
+    futures::pin_mut!(out, sink);
+    while let Some(chunk) = out.next().await {
+        sink.send(chunk.expect("a COPY chunk")).await.expect("send");
+    }
+    sink.as_mut().finish().await.expect("finish COPY");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nexmark_views_equal_postgres_over_the_same_events() {
+    let server = TestServer::start();
+    let fluxion = server.connect().await;
+    let mut ddl = String::new();
+    for table in &TABLES {
+        ddl.push_str(&format!(
+            "CREATE SOURCE {name} ({columns}) WITH (connector = 'nexmark', \
+               nexmark.table.type = '{kind}', nexmark.event.rate = '0', \
+               nexmark.event.num = '{EVENTS}');
+             CREATE MATERIALIZED VIEW all_{name} AS SELECT * FROM {name};\n",
+            name = table.name,
+            columns = table.columns,
+            kind = table.table_type,
+        ));
+    }
+    for (_, sql) in QUERIES {
+        ddl.push_str(sql);
+    }
+    ddl.push_str(&side_input_rows());
+    fluxion
+        .batch_execute(&ddl)
+        .await
+        .expect("sources and views");
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for table in &TABLES {
+        let sql = format!("SELECT count(*) FROM all_{}", table.name);
+        while row(&fluxion, &sql).await[0].as_deref() != Some(&table.rows().to_string()) {
+            assert!(
+                Instant::now() < deadline,
+                "{sql} never reached {}",
+                table.rows()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    let postgres_server = TestPostgres::start();
+    let (postgres, connection) =
+        tokio_postgres::connect(&postgres_server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .expect("connect to PostgreSQL");
+    tokio::spawn(connection);
+    for table in &TABLES {
+        postgres
+            .batch_execute(&format!("CREATE TABLE {} ({})", table.name, table.columns))
+            .await
+            .expect("create the table in PostgreSQL");
+        copy_table(&fluxion, &postgres, table.name).await;
+    }
+    for (_, sql) in QUERIES {
+        postgres.batch_execute(sql).await.expect(sql);
+    }
+    postgres
+        .batch_execute(&format!(
+            "{} REFRESH MATERIALIZED VIEW nexmark_q13;",
+            side_input_rows()
+        ))
+        .await
+        .expect("q13's side input");
+
+    let mut failures = Vec::new();
+    for (query, _) in QUERIES {
+        let sql = format!("SELECT * FROM nexmark_{query}");
+        let expected = normalized_rows(&postgres, &sql).await;
+        if expected.is_empty() {
+            failures.push(format!(
+                "{query} is empty over {EVENTS} events: the comparison shows nothing"
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = normalized_rows(&fluxion, &sql).await;
+            if got == expected {
+                break;
+            }
+            if Instant::now() > deadline {
+                let missing: Vec<_> = expected
+                    .iter()
+                    .filter(|r| !got.contains(r))
+                    .take(3)
+                    .collect();
+                let extra: Vec<_> = got
+                    .iter()
+                    .filter(|r| !expected.contains(r))
+                    .take(3)
+                    .collect();
+                failures.push(format!(
+                    "{query}: Fluxion has {} rows, PostgreSQL {}; missing from Fluxion (first 3): \
+                     {missing:?}; not in PostgreSQL (first 3): {extra:?}",
+                    got.len(),
+                    expected.len()
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
