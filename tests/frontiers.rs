@@ -1,4 +1,5 @@
-//! `fluxion_catalog.frontiers`: every arrangement with the frontier compute reports for it.
+//! `fluxion_catalog.frontiers` and `arrangement_sizes`: every arrangement with the frontier and
+//! the size compute reports for it.
 
 mod support;
 
@@ -85,4 +86,81 @@ async fn frontiers_list_every_arrangement_and_advance_with_writes() {
     )
     .await;
     assert_eq!(left, ["orders", "source_errors", "totals"]);
+}
+
+/// The `records` and `batches` of `object` in `fluxion_catalog.arrangement_sizes`, if listed.
+async fn arrangement_size(client: &tokio_postgres::Client, object: &str) -> Option<(i64, i64)> {
+    let rows = rows(
+        client,
+        &format!(
+            "SELECT records, batches FROM fluxion_catalog.arrangement_sizes \
+             WHERE object_name = '{object}'"
+        ),
+    )
+    .await;
+    let (records, batches) = rows.first()?.split_once('|')?;
+    Some((records.parse().ok()?, batches.parse().ok()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrangement_sizes_count_every_update_a_dataflow_holds() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE readings (id INT PRIMARY KEY, sensor INT);
+             INSERT INTO readings SELECT value, value % 10 FROM generate_series(1, 1000) AS s(value);
+             CREATE MATERIALIZED VIEW per_sensor AS
+                 SELECT sensor, count(*) AS n, max(id) AS latest FROM readings GROUP BY sensor;",
+        )
+        .await
+        .unwrap();
+
+    // The table's arrangement holds its 1,000 inserted rows, one update each.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while arrangement_size(&client, "readings")
+        .await
+        .map(|(records, _)| records)
+        != Some(1000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "readings: {:?}",
+            arrangement_size(&client, "readings").await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The view recomputes `max`, so its dataflow keeps every row's group input (1,000) as
+    // well as its 10 result rows; the table it reads is counted for the table, not again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let size = arrangement_size(&client, "per_sensor").await;
+        if let Some((records, batches)) = size {
+            if records >= 1010 {
+                assert!(
+                    records < 2000,
+                    "per_sensor holds the table twice: {records}"
+                );
+                assert!(batches >= 1);
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "per_sensor: {size:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    client
+        .batch_execute("DROP MATERIALIZED VIEW per_sensor")
+        .await
+        .unwrap();
+    assert_eq!(arrangement_size(&client, "per_sensor").await, None);
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT object_name, object_type FROM fluxion_catalog.arrangement_sizes \
+             ORDER BY object_name"
+        )
+        .await,
+        ["readings|table", "source_errors|system relation"]
+    );
 }

@@ -5,12 +5,13 @@
 //! query's view from `benches/nexmark/`, and waits until every source has delivered all its
 //! rows and the view's frontier has passed the sources' last commit. It reports events/s over
 //! that time, events per CPU-second (user + system time of the whole server process, the
-//! generators included), the server's peak resident memory and the rows the view holds at the
-//! end. `groupby` is not a Nexmark query but the keyed aggregate of the performance goals:
+//! generators included), the server's peak resident memory, the updates every arrangement
+//! holds at the end (`fluxion_catalog.arrangement_sizes`) and the rows the view holds. `groupby` is not a Nexmark query but the keyed aggregate of the performance goals:
 //! `count(*)` and `max(price)` per auction over a `datagen` source with 100,000 auctions.
 //!
 //! The results are printed as a Markdown table (the form `docs/benchmarks.md` quotes) and, with
-//! `--json FILE`, appended to FILE as one JSON object per line.
+//! `--json FILE`, appended to FILE as one JSON object per line, which
+//! `benches/nexmark_to_docs.py` turns into the table of `docs/benchmarks.md`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -167,6 +168,8 @@ struct Outcome {
     seconds: f64,
     cpu_seconds: f64,
     peak_resident_mib: f64,
+    /// Updates held by every arrangement of the server when the view had caught up.
+    arrangement_records: Option<i64>,
     view_rows: i64,
 }
 
@@ -189,6 +192,7 @@ impl Outcome {
             "events_per_second": self.events_per_second(),
             "events_per_cpu_second": self.events_per_cpu_second(),
             "peak_resident_mib": self.peak_resident_mib,
+            "arrangement_records": self.arrangement_records,
             "view_rows": self.view_rows,
         })
     }
@@ -277,6 +281,15 @@ async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = server.cpu_seconds().unwrap_or(f64::NAN) - cpu_before;
     let peak_resident_mib = server.peak_resident_mib().unwrap_or(f64::NAN);
+    // A server from before `arrangement_sizes` existed (run side by side) has none to report.
+    let arrangement_records: Option<i64> = client
+        .query_one(
+            "SELECT coalesce(sum(records), 0)::bigint FROM fluxion_catalog.arrangement_sizes",
+            &[],
+        )
+        .await
+        .ok()
+        .map(|row| row.get(0));
     let view_rows: i64 = client
         .query_one(&format!("SELECT count(*) FROM {view}"), &[])
         .await
@@ -288,6 +301,7 @@ async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
         seconds,
         cpu_seconds,
         peak_resident_mib,
+        arrangement_records,
         view_rows,
     })
 }
@@ -296,15 +310,15 @@ async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
 async fn main() -> Result<(), String> {
     let args = Args::parse();
     println!(
-        "| query | events | seconds | events/s | CPU s | events per CPU-s | peak RSS MiB | view rows |"
+        "| query | events | seconds | events/s | CPU s | events per CPU-s | peak RSS MiB | arrangement records | view rows |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut failures = Vec::new();
     for query in &args.query {
         match run(&args, query).await {
             Ok(outcome) => {
                 println!(
-                    "| {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} | {} |",
+                    "| {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} | {} | {} |",
                     outcome.query,
                     outcome.events,
                     outcome.seconds,
@@ -312,6 +326,9 @@ async fn main() -> Result<(), String> {
                     outcome.cpu_seconds,
                     outcome.events_per_cpu_second(),
                     outcome.peak_resident_mib,
+                    outcome
+                        .arrangement_records
+                        .map_or("—".to_string(), |records| records.to_string()),
                     outcome.view_rows
                 );
                 if let Some(path) = &args.json {
@@ -325,7 +342,7 @@ async fn main() -> Result<(), String> {
                 }
             }
             Err(error) => {
-                println!("| {query} | {} | failed: {error} |||||", args.events);
+                println!("| {query} | {} | failed: {error} ||||||", args.events);
                 failures.push(query.clone());
             }
         }

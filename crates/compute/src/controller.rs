@@ -10,6 +10,7 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 use timely::WorkerConfig;
 
 use crate::arrangement::ArrangementLayout;
+use crate::arrangement_sizes::ArrangementSizes;
 use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest, SubscriptionDesc};
 use crate::errors::DataflowErrors;
 use crate::frontier::Frontiers;
@@ -56,6 +57,7 @@ pub struct ComputeController {
     threads: Vec<Thread>,
     errors: DataflowErrors,
     frontiers: Frontiers,
+    sizes: ArrangementSizes,
     guards: Mutex<Option<timely::communication::WorkerGuards<()>>>,
 }
 
@@ -81,6 +83,8 @@ impl ComputeController {
         let worker_errors = errors.clone();
         let frontiers = Frontiers::new(workers);
         let worker_frontiers = frontiers.clone();
+        let sizes = ArrangementSizes::new(workers);
+        let worker_sizes = sizes.clone();
         let config = timely::Config {
             communication: timely::CommunicationConfig::Process(workers),
             worker: WorkerConfig::default().idle_spin(Duration::ZERO),
@@ -102,6 +106,7 @@ impl ComputeController {
                 receiver,
                 worker_errors.clone(),
                 worker_frontiers.clone(),
+                worker_sizes.clone(),
             )
             .run();
         })
@@ -119,6 +124,7 @@ impl ComputeController {
             threads: threads.into_iter().flatten().collect(),
             errors,
             frontiers,
+            sizes,
             guards: Mutex::new(Some(guards)),
         })
     }
@@ -138,6 +144,11 @@ impl ComputeController {
         &self.frontiers
     }
 
+    /// How much each arrangement's dataflow holds, as the workers report it.
+    pub fn arrangement_sizes(&self) -> &ArrangementSizes {
+        &self.sizes
+    }
+
     /// Creates a table's input, arranged by `layout`, with its frontier at `upper`.
     pub fn create_input(
         &self,
@@ -147,6 +158,7 @@ impl ComputeController {
         debug_name: &str,
     ) {
         self.frontiers.track(id);
+        self.sizes.track(id);
         self.broadcast(|| Command::CreateInput {
             id,
             layout: layout.clone(),
@@ -165,6 +177,7 @@ impl ComputeController {
     pub fn create_dataflow(&self, desc: DataflowDesc) -> Result<(), ComputeError> {
         render::validate(&desc.plan)?;
         self.frontiers.track(desc.id);
+        self.sizes.track(desc.id);
         let desc = Arc::new(desc);
         self.broadcast(|| Command::CreateDataflow(desc.clone()));
         Ok(())
@@ -252,6 +265,7 @@ impl ComputeController {
     pub fn drop_collection(&self, id: GlobalId) {
         self.errors.forget(id);
         self.frontiers.forget(id);
+        self.sizes.forget(id);
         self.broadcast(|| Command::Drop { id });
     }
 

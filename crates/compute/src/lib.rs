@@ -8,12 +8,14 @@
 //! (append-only sources) are the exception: they are not arranged, but fed to each dataflow
 //! that reads them. A subscription's dataflow ends in a sink that sends its changes, with
 //! the frontier that closes their times, to one subscriber. Workers report how far each
-//! arrangement has got to one [`Frontiers`] table, which is how anyone waits for progress.
+//! arrangement has got to one [`Frontiers`] table, which is how anyone waits for progress, and
+//! how much each collection's arrangements hold to one [`ArrangementSizes`] table.
 //!
 //! This crate knows plans (from `plan`) and rows (from `repr`); it knows nothing of SQL text,
 //! the catalog, storage or clients, and no type of timely or differential leaves it.
 
 mod arrangement;
+mod arrangement_sizes;
 mod command;
 mod controller;
 mod errors;
@@ -26,6 +28,7 @@ mod subscribe;
 mod worker;
 
 pub use arrangement::ArrangementLayout;
+pub use arrangement_sizes::{ArrangementSize, ArrangementSizes};
 pub use command::{DataflowDesc, PeekFilter};
 pub use controller::{ComputeController, ComputeError};
 pub use errors::{DataflowErrorCounts, DataflowErrors};

@@ -15,6 +15,7 @@ use timely::progress::Antichain;
 use crate::arrangement::{
     ArrangementLayout, ArrangementRegistry, ExportedArrangement, RowBatcher, RowSpine,
 };
+use crate::arrangement_sizes::{ArrangementSizes, SizeLog};
 use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
@@ -33,6 +34,10 @@ pub(crate) struct ComputeWorker<'w> {
     frontiers: Frontiers,
     /// What this worker last reported, by arrangement.
     reported: BTreeMap<GlobalId, Frontier>,
+    /// Where this worker reports how much its arrangements hold.
+    sizes: ArrangementSizes,
+    /// The sizes of this worker's spines, by the collection they belong to.
+    size_log: SizeLog,
     arrangements: ArrangementRegistry,
     inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
     /// The streams, each with the inputs of the dataflows reading it.
@@ -53,13 +58,17 @@ impl<'w> ComputeWorker<'w> {
         commands: Receiver<Command>,
         errors: DataflowErrors,
         frontiers: Frontiers,
+        sizes: ArrangementSizes,
     ) -> Self {
+        let size_log = SizeLog::install(timely);
         Self {
             timely,
             commands,
             errors,
             frontiers,
             reported: BTreeMap::new(),
+            sizes,
+            size_log,
             arrangements: BTreeMap::new(),
             inputs: BTreeMap::new(),
             streams: BTreeMap::new(),
@@ -93,6 +102,7 @@ impl<'w> ComputeWorker<'w> {
             self.timely.step_or_park(Some(park));
             self.serve_peeks();
             self.report_frontiers();
+            self.size_log.report(self.timely.index(), &self.sizes);
         }
     }
 
@@ -158,6 +168,7 @@ impl<'w> ComputeWorker<'w> {
         name: &str,
     ) {
         let dataflow_index = self.timely.next_dataflow_index();
+        let first_operator = self.timely.peek_identifier();
         let mut input = InputSession::new();
         let trace = self.timely.dataflow_named(name, |scope| {
             input
@@ -165,6 +176,8 @@ impl<'w> ComputeWorker<'w> {
                 .arrange_named::<RowBatcher, RowSpine>(&format!("Arrange {name}"), RowBatcher::new)
                 .trace
         });
+        self.size_log
+            .own(id, first_operator..self.timely.peek_identifier());
         input.advance_to(upper);
         input.flush();
         self.inputs.insert(id, input);
@@ -173,6 +186,7 @@ impl<'w> ComputeWorker<'w> {
 
     fn create_dataflow(&mut self, desc: &DataflowDesc) {
         let dataflow_index = self.timely.next_dataflow_index();
+        let first_operator = self.timely.peek_identifier();
         let arrangements = &mut self.arrangements;
         let streams = &self.streams;
         let mut stream_readers = BTreeMap::new();
@@ -206,6 +220,8 @@ impl<'w> ComputeWorker<'w> {
         });
         match result {
             Ok(trace) => {
+                self.size_log
+                    .own(desc.id, first_operator..self.timely.peek_identifier());
                 self.add_stream_readers(desc.id, stream_readers);
                 self.register(desc.id, trace, layout, dataflow_index)
             }
@@ -213,6 +229,7 @@ impl<'w> ComputeWorker<'w> {
                 tracing::error!(dataflow = %desc.id, error = %e.0, "dataflow could not be rendered");
                 self.timely.drop_dataflow(dataflow_index);
                 self.frontiers.forget(desc.id);
+                self.sizes.forget(desc.id);
             }
         }
     }
@@ -339,6 +356,7 @@ impl<'w> ComputeWorker<'w> {
             self.timely.drop_dataflow(arrangement.dataflow_index);
         }
         self.reported.remove(&id);
+        self.size_log.forget(id);
     }
 
     /// Reports the frontiers of the arrangements that moved since the last report.

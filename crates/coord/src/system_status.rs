@@ -6,7 +6,8 @@ use std::sync::Arc;
 use compute::ComputeController;
 use pipelines::{DurableSubscriptions, Sinks, SourceRegistry};
 use system_catalog::{
-    ArrangementFrontier, SinkStatus, SourceStatus, SubscriptionStatus, SystemStatus, ViewErrors,
+    ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
+    SystemStatus, ViewErrors,
 };
 
 /// The parts of the running system `fluxion_catalog` describes.
@@ -54,6 +55,19 @@ impl SystemStatus for RunningSystem {
                 id,
                 upper: frontier.upper,
                 since: frontier.since,
+            })
+            .collect()
+    }
+
+    fn arrangement_sizes(&self) -> Vec<ArrangementRecords> {
+        self.compute
+            .arrangement_sizes()
+            .all()
+            .into_iter()
+            .map(|(id, size)| ArrangementRecords {
+                id,
+                records: size.records,
+                batches: size.batches,
             })
             .collect()
     }

@@ -31,6 +31,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("subscriptions", subscriptions_schema()),
         ("sink_stats", sink_stats_schema()),
         ("frontiers", frontiers_schema()),
+        ("arrangement_sizes", arrangement_sizes_schema()),
     ]
 }
 
@@ -115,6 +116,17 @@ fn frontiers_schema() -> SchemaRef {
         Field::new("upper", DataType::UInt64, true),
         Field::new("since", DataType::UInt64, false),
         Field::new("lag_ms", DataType::UInt64, true),
+    ]))
+}
+
+/// `arrangement_sizes`: one row per object whose dataflow keeps arrangements.
+fn arrangement_sizes_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("object_name", DataType::Utf8, false),
+        Field::new("object_type", DataType::Utf8, false),
+        Field::new("records", DataType::Int64, false),
+        Field::new("batches", DataType::Int64, false),
     ]))
 }
 
@@ -342,14 +354,8 @@ impl FluxionCatalog {
         let mut sinces = Vec::new();
         let mut lags = Vec::new();
         for frontier in frontiers {
-            let (schema_name, name, kind) = match catalog.items.get(&frontier.id) {
-                Some(item) => (item.schema.clone(), item.name.clone(), item.kind.name()),
-                None if frontier.id == SOURCE_ERRORS => (
-                    SYSTEM_SCHEMA.to_string(),
-                    SOURCE_ERRORS_NAME.to_string(),
-                    "system relation",
-                ),
-                None => continue,
+            let Some((schema_name, name, kind)) = arrangement_owner(&catalog, frontier.id) else {
+                continue;
             };
             let open = (frontier.upper != Timestamp::MAX).then_some(frontier.upper);
             schemas.push(schema_name);
@@ -368,6 +374,40 @@ impl FluxionCatalog {
                 Arc::new(UInt64Array::from(uppers)),
                 Arc::new(UInt64Array::from(sinces)),
                 Arc::new(UInt64Array::from(lags)),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
+    /// `arrangement_sizes`: the updates (`records`) and batches that every arrangement of an
+    /// object's dataflow holds, internal ones (join inputs, aggregations) included, as
+    /// compute's workers last reported them.
+    fn arrangement_sizes(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = arrangement_sizes_schema();
+        let catalog = self.catalog.catalog();
+        let mut schemas = Vec::new();
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut records = Vec::new();
+        let mut batches = Vec::new();
+        for size in self.status.arrangement_sizes() {
+            let Some((schema_name, name, kind)) = arrangement_owner(&catalog, size.id) else {
+                continue;
+            };
+            schemas.push(schema_name);
+            names.push(name);
+            types.push(kind);
+            records.push(size.records);
+            batches.push(size.batches);
+        }
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(schemas)),
+                Arc::new(StringArray::from(names)),
+                Arc::new(StringArray::from(types)),
+                Arc::new(Int64Array::from(records)),
+                Arc::new(Int64Array::from(batches)),
             ],
         )?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
@@ -412,6 +452,22 @@ fn name_of(catalog: &CatalogInput, id: GlobalId) -> (String, String) {
         .unwrap_or_else(|| (String::new(), id.to_string()))
 }
 
+/// The schema, name and kind of the object arrangement `id` belongs to, if it still exists.
+fn arrangement_owner(
+    catalog: &CatalogInput,
+    id: GlobalId,
+) -> Option<(String, String, &'static str)> {
+    match catalog.items.get(&id) {
+        Some(item) => Some((item.schema.clone(), item.name.clone(), item.kind.name())),
+        None if id == SOURCE_ERRORS => Some((
+            SYSTEM_SCHEMA.to_string(),
+            SOURCE_ERRORS_NAME.to_string(),
+            "system relation",
+        )),
+        None => None,
+    }
+}
+
 /// How far a sink's target trails what happened (0 when it holds every change).
 fn lag_ms(oldest_pending: Option<Timestamp>) -> u64 {
     oldest_pending.map_or(0, |oldest| wall_clock_ms().saturating_sub(oldest))
@@ -434,6 +490,7 @@ impl SchemaProvider for FluxionCatalog {
             "subscriptions" => self.subscriptions().map(Some),
             "sink_stats" => self.sink_stats().map(Some),
             "frontiers" => self.frontiers().map(Some),
+            "arrangement_sizes" => self.arrangement_sizes().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),

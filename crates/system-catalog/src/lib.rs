@@ -40,7 +40,8 @@ pub use schemas::SystemSchemas;
 pub use session::SessionInfo;
 pub use source_errors::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 pub use status::{
-    ArrangementFrontier, SinkStatus, SourceStatus, SubscriptionStatus, SystemStatus, ViewErrors,
+    ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
+    SystemStatus, ViewErrors,
 };
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).

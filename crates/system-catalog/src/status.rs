@@ -18,6 +18,8 @@ pub trait SystemStatus: Send + Sync + Debug {
     fn view_errors(&self) -> Vec<ViewErrors>;
     /// How far each arrangement has got, in id order.
     fn frontiers(&self) -> Vec<ArrangementFrontier>;
+    /// How much each object's arrangements hold, in id order.
+    fn arrangement_sizes(&self) -> Vec<ArrangementRecords>;
 }
 
 /// What `fluxion_catalog.sources` and `source_stats` show of one source.
@@ -108,4 +110,17 @@ pub struct ArrangementFrontier {
     pub upper: Timestamp,
     /// Reads before this time are no longer possible.
     pub since: Timestamp,
+}
+
+/// What `fluxion_catalog.arrangement_sizes` shows of one object: every arrangement its
+/// dataflow keeps (its own and the internal ones of joins and aggregations), summed over the
+/// workers.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrangementRecords {
+    /// The table, source, materialized view or index.
+    pub id: GlobalId,
+    /// Updates held, merges in progress included.
+    pub records: i64,
+    /// Batches held.
+    pub batches: i64,
 }

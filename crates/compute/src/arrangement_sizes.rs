@@ -1,0 +1,304 @@
+//! Arrangement sizes: how many updates, in how many batches, each collection's dataflow holds.
+//!
+//! Differential's spines log every batch they gain, every merge they complete (two batches
+//! become one) and every batch they drop with their trace; summed per spine, these events give
+//! the updates and batches it holds. Each worker listens to them ([`SizeLog`]) and counts each
+//! spine for the collection whose dataflow created it, so a view's internal arrangements (join
+//! inputs, reductions, distinct presences) count for the view. After a step, a worker reports
+//! the totals that changed to one [`ArrangementSizes`] table that the controller shares with the
+//! coordinator, as it does frontiers.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
+use repr::GlobalId;
+
+/// The updates and batches held by some arrangements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArrangementSize {
+    /// Updates (`(key, value, time, diff)`), counted in every batch held, merges in progress
+    /// included.
+    pub records: i64,
+    /// Batches held.
+    pub batches: i64,
+}
+
+impl ArrangementSize {
+    fn add(&mut self, other: ArrangementSize) {
+        self.records += other.records;
+        self.batches += other.batches;
+    }
+
+    /// The change one logged event makes to its spine's size.
+    fn change(event: &DifferentialEvent) -> Option<(usize, ArrangementSize)> {
+        let (operator, records, batches) = match event {
+            DifferentialEvent::Batch(batch) => (batch.operator, count(batch.length), 1),
+            DifferentialEvent::Merge(merge) => {
+                let merged = merge.complete?;
+                let inputs = count(merge.length1) + count(merge.length2);
+                (merge.operator, count(merged) - inputs, -1)
+            }
+            DifferentialEvent::Drop(dropped) => (dropped.operator, -count(dropped.length), -1),
+            _ => return None,
+        };
+        Some((operator, ArrangementSize { records, batches }))
+    }
+}
+
+fn count(length: usize) -> i64 {
+    i64::try_from(length).unwrap_or(i64::MAX)
+}
+
+/// The arrangement sizes of every collection, fed by the workers' reports.
+#[derive(Debug, Clone)]
+pub struct ArrangementSizes {
+    /// Each tracked collection with each worker's latest report.
+    state: Arc<Mutex<BTreeMap<GlobalId, Vec<ArrangementSize>>>>,
+    workers: usize,
+}
+
+impl ArrangementSizes {
+    pub(crate) fn new(workers: usize) -> Self {
+        Self {
+            state: Arc::default(),
+            workers,
+        }
+    }
+
+    /// The size of every collection, summed over the workers.
+    pub fn all(&self) -> BTreeMap<GlobalId, ArrangementSize> {
+        self.lock()
+            .iter()
+            .map(|(id, workers)| {
+                let mut total = ArrangementSize::default();
+                workers.iter().for_each(|size| total.add(*size));
+                (*id, total)
+            })
+            .collect()
+    }
+
+    /// Starts tracking `id`, which the workers are about to build.
+    pub(crate) fn track(&self, id: GlobalId) {
+        self.lock()
+            .insert(id, vec![ArrangementSize::default(); self.workers]);
+    }
+
+    /// Stops tracking `id`: it is dropped.
+    pub(crate) fn forget(&self, id: GlobalId) {
+        self.lock().remove(&id);
+    }
+
+    /// Records `worker`'s size of `id`. A report for a collection not tracked (dropped
+    /// meanwhile) is ignored.
+    fn report(&self, worker: usize, id: GlobalId, size: ArrangementSize) {
+        if let Some(slot) = self
+            .lock()
+            .get_mut(&id)
+            .and_then(|workers| workers.get_mut(worker))
+        {
+            *slot = size;
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<GlobalId, Vec<ArrangementSize>>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The spines' sizes by operator, as one worker's log events left them.
+#[derive(Default)]
+struct OperatorSizes {
+    sizes: BTreeMap<usize, ArrangementSize>,
+    /// Set by every event, cleared by every report.
+    changed: bool,
+}
+
+/// One worker's account of its spines: their sizes, and which collection each belongs to.
+pub(crate) struct SizeLog {
+    operators: Rc<RefCell<OperatorSizes>>,
+    /// The operator identifiers each collection's dataflow took, by the first of them.
+    owners: BTreeMap<usize, (Range<usize>, GlobalId)>,
+    /// What this worker last reported, by collection.
+    reported: BTreeMap<GlobalId, ArrangementSize>,
+}
+
+impl SizeLog {
+    /// Starts listening to the spines of `worker`; they log to it from then on, so this comes
+    /// before any dataflow is built.
+    pub(crate) fn install(worker: &timely::worker::Worker) -> Self {
+        let operators = Rc::new(RefCell::new(OperatorSizes::default()));
+        if let Some(mut register) = worker.log_register() {
+            let logged = operators.clone();
+            register.insert::<DifferentialEventBuilder, _>(
+                "differential/arrange",
+                move |_, events| {
+                    let mut logged = logged.borrow_mut();
+                    for (_, event) in events.iter().flatten() {
+                        if let Some((operator, change)) = ArrangementSize::change(event) {
+                            logged.sizes.entry(operator).or_default().add(change);
+                            logged.changed = true;
+                        }
+                    }
+                },
+            );
+        }
+        Self {
+            operators,
+            owners: BTreeMap::new(),
+            reported: BTreeMap::new(),
+        }
+    }
+
+    /// Counts the spines of the operators with `identifiers` (all those a dataflow built) for
+    /// collection `id`.
+    pub(crate) fn own(&mut self, id: GlobalId, identifiers: Range<usize>) {
+        self.owners.insert(identifiers.start, (identifiers, id));
+    }
+
+    /// Stops counting for `id`: it is dropped.
+    pub(crate) fn forget(&mut self, id: GlobalId) {
+        self.owners.retain(|_, (_, owner)| *owner != id);
+        self.reported.remove(&id);
+        self.operators.borrow_mut().changed = true;
+    }
+
+    /// Reports to `sizes` the collections whose size changed since the last report. Spines
+    /// no collection owns any more (dropped ones, which log their last batches after the
+    /// drop) are forgotten.
+    pub(crate) fn report(&mut self, worker: usize, sizes: &ArrangementSizes) {
+        let mut operators = self.operators.borrow_mut();
+        if !std::mem::take(&mut operators.changed) {
+            return;
+        }
+        let mut totals: BTreeMap<GlobalId, ArrangementSize> = BTreeMap::new();
+        operators.sizes.retain(|operator, size| {
+            let owner = self
+                .owners
+                .range(..=*operator)
+                .next_back()
+                .filter(|(_, (identifiers, _))| identifiers.contains(operator));
+            match owner {
+                Some((_, (_, id))) => {
+                    totals.entry(*id).or_default().add(*size);
+                    true
+                }
+                None => false,
+            }
+        });
+        for (id, total) in totals {
+            if self.reported.insert(id, total) != Some(total) {
+                sizes.report(worker, id, total);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use differential_dataflow::logging::{BatchEvent, DropEvent, MergeEvent};
+
+    use super::*;
+
+    fn apply(events: &[DifferentialEvent]) -> ArrangementSize {
+        let mut size = ArrangementSize::default();
+        for event in events {
+            if let Some((_, change)) = ArrangementSize::change(event) {
+                size.add(change);
+            }
+        }
+        size
+    }
+
+    #[test]
+    fn batches_merges_and_drops_balance() {
+        let batch = |length| {
+            DifferentialEvent::Batch(BatchEvent {
+                operator: 3,
+                length,
+            })
+        };
+        let merge = |complete| {
+            DifferentialEvent::Merge(MergeEvent {
+                operator: 3,
+                scale: 0,
+                length1: 10,
+                length2: 5,
+                complete,
+            })
+        };
+        let held = apply(&[batch(10), batch(5), merge(None)]);
+        assert_eq!(
+            held,
+            ArrangementSize {
+                records: 15,
+                batches: 2
+            },
+            "a merge in progress holds both"
+        );
+        let merged = apply(&[batch(10), batch(5), merge(None), merge(Some(12))]);
+        assert_eq!(
+            merged,
+            ArrangementSize {
+                records: 12,
+                batches: 1
+            },
+            "consolidation cancelled 3"
+        );
+        let dropped = apply(&[
+            batch(10),
+            batch(5),
+            merge(Some(12)),
+            DifferentialEvent::Drop(DropEvent {
+                operator: 3,
+                length: 12,
+            }),
+        ]);
+        assert_eq!(dropped, ArrangementSize::default());
+    }
+
+    #[test]
+    fn sizes_sum_over_workers_and_ignore_untracked_collections() {
+        let sizes = ArrangementSizes::new(2);
+        let id = GlobalId(1);
+        sizes.track(id);
+        sizes.report(
+            0,
+            id,
+            ArrangementSize {
+                records: 4,
+                batches: 1,
+            },
+        );
+        sizes.report(
+            1,
+            id,
+            ArrangementSize {
+                records: 6,
+                batches: 2,
+            },
+        );
+        sizes.report(
+            1,
+            GlobalId(2),
+            ArrangementSize {
+                records: 1,
+                batches: 1,
+            },
+        );
+        let all = sizes.all();
+        assert_eq!(
+            all.get(&id),
+            Some(&ArrangementSize {
+                records: 10,
+                batches: 3
+            })
+        );
+        assert_eq!(all.len(), 1);
+        sizes.forget(id);
+        assert!(sizes.all().is_empty());
+    }
+}
