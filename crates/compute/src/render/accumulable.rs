@@ -4,11 +4,10 @@
 //! Semantics on `(row, t, d)` updates: each row becomes `(group key, t, d · v)` where `v` is an
 //! [`Accumulation`]: partial sums (the row count, then per aggregate its value and a 1 if the
 //! value is non-NULL and passes the aggregate's FILTER) and, per min/max aggregate, the value
-//! itself. The accumulation is the update's *difference*, so differential dataflow adds the
-//! accumulations of a group up as it consolidates (sums add, extremes keep the larger); the
-//! reduction just reads the one accumulated value and finishes it (sum, sum / count, or the
-//! extreme). A change costs O(1) however large its group is. State: one accumulation per
-//! group, plus the output row.
+//! itself. Accumulations add up (sums add, extremes keep the larger: the accumulation is a
+//! difference type, a semigroup); each group keeps the total of its accumulations and finishes
+//! it into its row (sum, sum / count, or the extreme) whenever it changes ([`group_totals`]).
+//! A change costs O(1) however large its group is. State: one total per group, plus its row.
 //!
 //! Min and max only accumulate when no row is ever retracted (the input is append-only, as a
 //! stream source is): the largest value seen is then the largest value present. A retraction
@@ -37,17 +36,13 @@ use timely::dataflow::operators::generic::Operator;
 use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, is_integer};
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError, RowCollection, Update};
-use crate::arrangement::{reduction_updates, FlatBatcher, FlatSpine, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
-use crate::row_container::RowContainer;
 
 mod distinct;
+mod group_totals;
+mod threshold;
 
-/// Sorts and consolidates `(group key, ())` updates with their accumulations.
-type AccumulationBatcher = FlatBatcher<Vec<()>, (), Accumulation>;
-
-/// The accumulations of every group, keyed by the group's key.
-type AccumulationSpine = FlatSpine<Vec<()>, Accumulation>;
+use group_totals::group_totals;
 
 /// Updates of `(group key, ())` weighted by what they add to their group.
 type AccumulationUpdates<'s> = VecCollection<'s, Timestamp, (Row, ()), Accumulation>;
@@ -192,38 +187,29 @@ pub(crate) fn render<'s>(
         Some(values) => partials.concat(values),
         None => partials,
     };
-    let arranged = partials.arrange_named::<AccumulationBatcher, AccumulationSpine>(
-        "Arrange: AccumulableAggregate",
-        AccumulationBatcher::new,
-    );
-    let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
-        "AccumulableAggregate",
-        move |_key, input: &[(&(), Accumulation)], out: &mut Vec<(Row, Diff)>| {
-            let Some((_, totals)) = input.first() else {
-                return;
-            };
-            if totals.sums.first().copied().unwrap_or(0) <= 0 {
-                return;
+    Ok(group_totals(partials, move |totals| {
+        if totals.sums.first().copied().unwrap_or(0) <= 0 {
+            return None;
+        }
+        let values: Result<Vec<ScalarValue>, String> = finishing
+            .iter()
+            .enumerate()
+            .map(|(i, aggregate)| match (&decoders[i], &totals.extremes[i]) {
+                (Some(codec), Some(extreme)) => codec.decode(extreme),
+                (Some(_), None) => {
+                    ScalarValue::try_from(&aggregate.output_type).map_err(|e| e.to_string())
+                }
+                (None, _) => finish(aggregate, totals.sums[1 + 2 * i], totals.sums[2 + 2 * i]),
+            })
+            .collect();
+        match values.and_then(|values| encode_values(&output, &values)) {
+            Ok(row) => Some(row),
+            Err(error) => {
+                errors.record(dataflow, 0, 1, &error);
+                None
             }
-            let values: Result<Vec<ScalarValue>, String> = finishing
-                .iter()
-                .enumerate()
-                .map(|(i, aggregate)| match (&decoders[i], &totals.extremes[i]) {
-                    (Some(codec), Some(extreme)) => codec.decode(extreme),
-                    (Some(_), None) => {
-                        ScalarValue::try_from(&aggregate.output_type).map_err(|e| e.to_string())
-                    }
-                    (None, _) => finish(aggregate, totals.sums[1 + 2 * i], totals.sums[2 + 2 * i]),
-                })
-                .collect();
-            match values.and_then(|values| encode_values(&output, &values)) {
-                Ok(row) => out.push((row, 1)),
-                Err(error) => errors.record(dataflow, 0, 1, &error),
-            }
-        },
-        reduction_updates,
-    );
-    Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
+        }
+    }))
 }
 
 /// Applies `logic` to every batch of `rows`, decoded once into columns, with each row's group

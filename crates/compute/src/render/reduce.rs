@@ -5,9 +5,9 @@
 //! inserted (a group whose last row is deleted disappears). Two strategies:
 //! - accumulable aggregates only (count, sum and avg of integers and decimals, DISTINCT or not,
 //!   and min and max over an append-only input): each update becomes a diff-weighted
-//!   accumulation; differential dataflow adds them up, so a change costs O(1) regardless of the
-//!   group's size (state: one accumulation per group, plus each group's distinct values for
-//!   DISTINCT aggregates);
+//!   accumulation added to its group's running total, so a change costs O(1) regardless of the
+//!   group's size (state: one total per group, plus each group's distinct values for DISTINCT
+//!   aggregates);
 //! - otherwise: the group's consolidated values (distinct values with their counts) are
 //!   revisited when the group changes (state: the arranged input and output).
 //!

@@ -10,22 +10,57 @@
 //! value) or back (the accumulation taken back), and otherwise emits nothing. So a change costs
 //! O(1) whatever the size of its group (recomputing a group's distinct values cost O(group)
 //! per change, so a growing group made the total quadratic). The accumulations join the rows'
-//! own in the accumulating reduction. State: one arranged presence per (group, share, value).
+//! own in the accumulating reduction. State: one arranged presence per (group, share, value),
+//! in flat batches: its bytes in the batch's buffer and its counts a fixed-width array (a share
+//! has at most [`MEMBERS`] members; more aggregates over one argument make more shares).
 
 use std::rc::Rc;
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::row::{RowConverter, SortField};
-use differential_dataflow::operators::ThresholdTotal;
-use differential_dataflow::AsCollection;
+use differential_dataflow::difference::{IsZero, Semigroup};
+use differential_dataflow::operators::arrange::TraceAgent;
 use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, Row, Timestamp};
-use timely::dataflow::operators::vec::Map;
+use serde::{Deserialize, Serialize};
 
 use super::super::aggregate::integer_values;
 use super::super::reduce::ReduceSpec;
 use super::super::{RenderError, RowCollection, Update};
+use super::threshold::threshold_presences;
 use super::{map_batches, passes_filter, Accumulation, AccumulationUpdates};
+use crate::arrangement::{FlatBatcher, FlatSpine};
+
+/// The most member aggregates one share counts for.
+const MEMBERS: usize = 4;
+
+/// A presence's difference: per member aggregate of its share, the rows holding the value
+/// that pass the member's FILTER.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(super) struct MemberCounts([Diff; MEMBERS]);
+
+impl IsZero for MemberCounts {
+    fn is_zero(&self) -> bool {
+        self.0.iter().all(|count| *count == 0)
+    }
+}
+
+impl Semigroup for MemberCounts {
+    fn plus_equals(&mut self, rhs: &Self) {
+        for (count, more) in self.0.iter_mut().zip(rhs.0) {
+            *count += more;
+        }
+    }
+}
+
+/// Sorts and consolidates presences into flat batches.
+type PresenceBatcher = FlatBatcher<Vec<()>, (), MemberCounts>;
+
+/// The arranged presences: keys flat, no values, fixed-width counts.
+type PresenceSpine = FlatSpine<Vec<()>, MemberCounts>;
+
+/// A handle to the arranged presences.
+pub(super) type PresenceTrace = TraceAgent<PresenceSpine>;
 
 /// Whether `aggregate` is counted through presences rather than through its rows.
 pub(super) fn counts_values(aggregate: &AggregateExpr) -> bool {
@@ -67,7 +102,8 @@ impl DistinctValues {
     }
 }
 
-/// DISTINCT aggregates that read one argument column the same way, and so share presences.
+/// DISTINCT aggregates (at most [`MEMBERS`]) that read one argument column the same way, and
+/// so share presences.
 struct Share {
     /// The argument column.
     column: usize,
@@ -86,7 +122,9 @@ impl Share {
             };
             let summed = aggregate.func != AggregateFunc::Count;
             let same = |share: &&mut Share| {
-                share.column == column && matches!(share.values, DistinctValues::Summed) == summed
+                share.column == column
+                    && matches!(share.values, DistinctValues::Summed) == summed
+                    && share.members.len() < MEMBERS
             };
             if let Some(share) = shares.iter_mut().find(same) {
                 share.members.push(position);
@@ -127,19 +165,23 @@ pub(super) fn render<'s>(
     let (producing, thresholding) = (aggregates.clone(), shares.clone());
     let presences = map_batches(rows, spec, "DistinctValues", move |batch, keys, updates| {
         presences(&producing, &shares, batch, &keys, updates)
-    })?;
+    })?
+    .arrange_named::<PresenceBatcher, PresenceSpine>(
+        "Arrange: DistinctValues",
+        PresenceBatcher::new,
+    );
     let width = aggregates.len();
-    let values = presences
-        .threshold_semigroup(move |presence: &Row, counts: &Vec<Diff>, before| {
-            value_accumulation(presence.as_bytes(), &thresholding, width, counts, before)
-        })
-        .inner
-        .map(|(presence, t, update)| ((group_key(presence.as_bytes()), ()), t, update))
-        .as_collection();
+    let values = threshold_presences(
+        presences,
+        |presence| group_key(presence.as_ref()),
+        move |presence, counts, before| {
+            value_accumulation(presence.as_ref(), &thresholding, width, counts, before)
+        },
+    );
     Ok(Some(values))
 }
 
-/// `(presence, time, counts)` for every share each row of `batch` takes part in. A
+/// `((presence, ()), time, counts)` for every share each row of `batch` takes part in. A
 /// presence is the group key's length (4 bytes, big-endian), the group key, the share's
 /// position (4 bytes, big-endian) and the value's bytes; its counts hold, per member, the
 /// row's diff if the row passes the member's FILTER, else 0.
@@ -149,7 +191,7 @@ fn presences(
     batch: &RecordBatch,
     keys: &[Row],
     updates: &[Update],
-) -> Vec<(Row, Timestamp, Vec<Diff>)> {
+) -> Vec<((Row, ()), Timestamp, MemberCounts)> {
     let mut presences = Vec::new();
     for (s, share) in shares.iter().enumerate() {
         let passes: Vec<Vec<bool>> = share
@@ -167,11 +209,13 @@ fn presences(
             .enumerate()
         {
             let Some(value) = value else { continue };
-            let counts: Vec<Diff> = passes
-                .iter()
-                .map(|member| if member[i] { updates[i].2 } else { 0 })
-                .collect();
-            if counts.iter().all(|c| *c == 0) {
+            let mut counts = MemberCounts::default();
+            for (count, member) in counts.0.iter_mut().zip(&passes) {
+                if member[i] {
+                    *count = updates[i].2;
+                }
+            }
+            if counts.is_zero() {
                 continue;
             }
             let key = keys[i].as_bytes();
@@ -179,7 +223,7 @@ fn presences(
                 .expect("invariant: group keys are shorter than 4 GiB")
                 .to_be_bytes();
             let presence = [&key_len[..], key, &position[..], &value].concat();
-            presences.push((Row::from_bytes(&presence), updates[i].1, counts));
+            presences.push(((Row::from_bytes(&presence), ()), updates[i].1, counts));
         }
     }
     presences
@@ -199,8 +243,8 @@ fn value_accumulation(
     presence: &[u8],
     shares: &[Share],
     width: usize,
-    counts: &[Diff],
-    before: Option<&Vec<Diff>>,
+    counts: &MemberCounts,
+    before: Option<&MemberCounts>,
 ) -> Option<Accumulation> {
     let (key_len, rest) = presence.split_at(4);
     let key_len = u32::from_be_bytes(key_len.try_into().expect("invariant: 4-byte length"));
@@ -216,8 +260,8 @@ fn value_accumulation(
     let mut sums = vec![0i128; 1 + 2 * width];
     let mut changed = false;
     for (j, &member) in share.members.iter().enumerate() {
-        let present = counts.get(j).is_some_and(|c| *c > 0);
-        let was_present = before.and_then(|b| b.get(j)).is_some_and(|c| *c > 0);
+        let present = counts.0[j] > 0;
+        let was_present = before.is_some_and(|b| b.0[j] > 0);
         let delta = i128::from(present) - i128::from(was_present);
         if delta != 0 {
             sums[1 + 2 * member] = value * delta;
