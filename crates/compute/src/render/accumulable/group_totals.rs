@@ -34,6 +34,9 @@ struct GroupTotal {
     changed_at: Timestamp,
 }
 
+/// The accumulations of the times not complete yet, each with the capability to emit at it.
+type PendingTimes = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<(Row, Accumulation)>)>;
+
 /// Adds the accumulations of `changes`, all at `time`, to their groups' totals, and returns
 /// the groups that changed, each once.
 fn add_changes(
@@ -74,9 +77,8 @@ pub(super) fn group_totals<'s, F>(
 where
     F: FnMut(&Accumulation) -> Option<Row> + 'static,
 {
-    let by_group = Exchange::new(|((key, ()), _, _): &((Row, ()), Timestamp, Accumulation)| {
-        key.hashed().into()
-    });
+    let by_group =
+        Exchange::new(|((key, ()), _, _): &((Row, ()), Timestamp, Accumulation)| key.hashed());
     updates
         .inner
         .unary_frontier::<CapacityContainerBuilder<Vec<((Row, Row), Timestamp, Diff)>>, _, _, _>(
@@ -84,10 +86,7 @@ where
             "AccumulableAggregate",
             move |_, _| {
                 let mut groups: HashMap<Row, GroupTotal> = HashMap::new();
-                let mut pending: BTreeMap<
-                    Timestamp,
-                    (Capability<Timestamp>, Vec<(Row, Accumulation)>),
-                > = BTreeMap::new();
+                let mut pending = PendingTimes::new();
                 move |(input, frontier), output| {
                     input.for_each(|capability, data| {
                         let Some(capability) = capability.retain_least(0) else {
