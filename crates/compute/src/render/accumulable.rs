@@ -31,7 +31,8 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::OutputBuilder;
 
 use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, is_integer};
 use super::reduce::{GroupResults, ReduceSpec};
@@ -162,10 +163,13 @@ pub(crate) fn render<'s>(
     let (finishing, decoders) = (aggregates.clone(), extremes.clone());
     let (dataflow, errors) = errors;
     let retraction_errors = errors.clone();
-    let distinct_values = distinct::render(rows.clone(), spec, &aggregates)?;
-    let partials = map_batches(rows, spec, "Accumulate", move |batch, keys, updates| {
+    let shares = Rc::new(distinct::Share::all(&aggregates)?);
+    let producing = shares.clone();
+    let (partials, presences) = map_batches(rows, spec, move |batch, keys, updates| {
+        let presences = distinct::presences(&aggregates, &producing, batch, &keys, updates);
         let per_row = accumulations(&aggregates, &extremes, batch);
-        keys.into_iter()
+        let partials = keys
+            .into_iter()
             .zip(per_row)
             .zip(updates)
             .map(|((key, mut update), (_, t, d))| {
@@ -181,11 +185,17 @@ pub(crate) fn render<'s>(
                 }
                 ((key, ()), *t, update)
             })
-            .collect()
+            .collect();
+        (partials, presences)
     })?;
-    let partials = match distinct_values {
-        Some(values) => partials.concat(values),
-        None => partials,
+    let partials = if shares.is_empty() {
+        partials
+    } else {
+        partials.concat(distinct::value_accumulations(
+            presences,
+            shares,
+            finishing.len(),
+        ))
     };
     Ok(group_totals(partials, move |totals| {
         if totals.sums.first().copied().unwrap_or(0) <= 0 {
@@ -212,18 +222,26 @@ pub(crate) fn render<'s>(
     }))
 }
 
+/// The two outputs of [`map_batches`]: the rows' accumulations and their presences.
+type Mapped<'s> = (AccumulationUpdates<'s>, distinct::PresenceUpdates<'s>);
+
 /// Applies `logic` to every batch of `rows`, decoded once into columns, with each row's group
-/// key and its update; `logic` returns the updates to send on.
-fn map_batches<'s, D, R, L>(
+/// key and its update; `logic` returns the rows' accumulations and their DISTINCT presences,
+/// sent on as two collections.
+fn map_batches<'s, L>(
     rows: RowCollection<'s>,
     spec: &ReduceSpec,
-    name: &str,
     mut logic: L,
-) -> Result<VecCollection<'s, Timestamp, D, R>, RenderError>
+) -> Result<Mapped<'s>, RenderError>
 where
-    D: Clone + 'static,
-    R: Semigroup + 'static,
-    L: FnMut(&RecordBatch, Vec<Row>, &[Update]) -> Vec<(D, Timestamp, R)> + 'static,
+    L: FnMut(
+            &RecordBatch,
+            Vec<Row>,
+            &[Update],
+        ) -> (
+            Vec<((Row, ()), Timestamp, Accumulation)>,
+            Vec<((Row, ()), Timestamp, distinct::MemberCounts)>,
+        ) + 'static,
 {
     let input = codec(&spec.input_schema)?;
     let group_columns: Vec<usize> = (0..spec.group_len).collect();
@@ -231,32 +249,37 @@ where
         &spec.input_schema,
         &group_columns,
     )?)?;
-    let collection = rows
-        .inner
-        .unary::<CapacityContainerBuilder<Vec<(D, Timestamp, R)>>, _, _, _>(
-            Pipeline,
-            name,
-            move |_, _| {
-                move |input_handle, out| {
-                    input_handle.for_each(|time, data| {
-                        let batch = input
-                            .decode(data.iter().map(|(row, _, _)| row))
-                            .expect("invariant: rows decode with the codec that encoded them");
-                        let columns: Vec<_> = group_columns
-                            .iter()
-                            .map(|&c| batch.column(c).clone())
-                            .collect();
-                        let keys = key
-                            .encode_columns(&columns, batch.num_rows())
-                            .expect("invariant: group columns encode with their own schema");
-                        let updates = logic(&batch, keys, data);
-                        out.session(&time).give_iterator(updates.into_iter());
-                    });
-                }
-            },
-        )
-        .as_collection();
-    Ok(collection)
+    let mut builder = OperatorBuilder::new("Accumulate".to_owned(), rows.inner.scope());
+    let mut input_handle = builder.new_input(rows.inner, Pipeline);
+    let (accumulations, accumulation_stream) = builder.new_output();
+    let (presences, presence_stream) = builder.new_output();
+    let mut accumulations = OutputBuilder::<_, CapacityContainerBuilder<_>>::from(accumulations);
+    let mut presences = OutputBuilder::<_, CapacityContainerBuilder<_>>::from(presences);
+    builder.build(move |_| {
+        move |_frontiers| {
+            let mut accumulations = accumulations.activate();
+            let mut presences = presences.activate();
+            input_handle.for_each(|time, data| {
+                let batch = input
+                    .decode(data.iter().map(|(row, _, _)| row))
+                    .expect("invariant: rows decode with the codec that encoded them");
+                let columns: Vec<_> = group_columns
+                    .iter()
+                    .map(|&c| batch.column(c).clone())
+                    .collect();
+                let keys = key
+                    .encode_columns(&columns, batch.num_rows())
+                    .expect("invariant: group columns encode with their own schema");
+                let (rows, values) = logic(&batch, keys, data);
+                accumulations.session(&time).give_iterator(rows.into_iter());
+                presences.session(&time).give_iterator(values.into_iter());
+            });
+        }
+    });
+    Ok((
+        accumulation_stream.as_collection(),
+        presence_stream.as_collection(),
+    ))
 }
 
 /// The unweighted accumulation of every row of `batch`.

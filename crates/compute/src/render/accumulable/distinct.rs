@@ -20,15 +20,15 @@ use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::row::{RowConverter, SortField};
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::VecCollection;
 use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, Row, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::super::aggregate::integer_values;
-use super::super::reduce::ReduceSpec;
-use super::super::{RenderError, RowCollection, Update};
+use super::super::{RenderError, Update};
 use super::threshold::threshold_presences;
-use super::{map_batches, passes_filter, Accumulation, AccumulationUpdates};
+use super::{passes_filter, Accumulation, AccumulationUpdates};
 use crate::arrangement::{FlatBatcher, FlatSpine};
 
 /// The most member aggregates one share counts for.
@@ -104,7 +104,7 @@ impl DistinctValues {
 
 /// DISTINCT aggregates (at most [`MEMBERS`]) that read one argument column the same way, and
 /// so share presences.
-struct Share {
+pub(super) struct Share {
     /// The argument column.
     column: usize,
     values: DistinctValues,
@@ -113,8 +113,8 @@ struct Share {
 }
 
 impl Share {
-    /// The shares of `aggregates`' DISTINCT count, sum and avg.
-    fn all(aggregates: &[AggregateExpr]) -> Result<Vec<Share>, RenderError> {
+    /// The shares of `aggregates`' DISTINCT count, sum and avg (none if there are none).
+    pub(super) fn all(aggregates: &[AggregateExpr]) -> Result<Vec<Share>, RenderError> {
         let mut shares: Vec<Share> = Vec::new();
         for (position, aggregate) in aggregates.iter().enumerate() {
             let (true, Some(column)) = (counts_values(aggregate), aggregate.arg) else {
@@ -151,41 +151,34 @@ impl Share {
     }
 }
 
-/// The accumulations the distinct values of `rows` add to their groups, or `None` when no
-/// aggregate of `spec` is a DISTINCT count, sum or avg.
-pub(super) fn render<'s>(
-    rows: RowCollection<'s>,
-    spec: &ReduceSpec,
-    aggregates: &Rc<Vec<AggregateExpr>>,
-) -> Result<Option<AccumulationUpdates<'s>>, RenderError> {
-    let shares = Rc::new(Share::all(aggregates)?);
-    if shares.is_empty() {
-        return Ok(None);
-    }
-    let (producing, thresholding) = (aggregates.clone(), shares.clone());
-    let presences = map_batches(rows, spec, "DistinctValues", move |batch, keys, updates| {
-        presences(&producing, &shares, batch, &keys, updates)
-    })?
-    .arrange_named::<PresenceBatcher, PresenceSpine>(
+/// Presence updates: `(presence, ())` weighted by its members' counts.
+pub(super) type PresenceUpdates<'s> = VecCollection<'s, Timestamp, (Row, ()), MemberCounts>;
+
+/// The accumulations the distinct values behind `presences` add to their groups: the
+/// presences arranged, and thresholded into what each change of a member's count adds.
+pub(super) fn value_accumulations<'s>(
+    presences: PresenceUpdates<'s>,
+    shares: Rc<Vec<Share>>,
+    width: usize,
+) -> AccumulationUpdates<'s> {
+    let arranged = presences.arrange_named::<PresenceBatcher, PresenceSpine>(
         "Arrange: DistinctValues",
         PresenceBatcher::new,
     );
-    let width = aggregates.len();
-    let values = threshold_presences(
-        presences,
+    threshold_presences(
+        arranged,
         |presence| group_key(presence.as_ref()),
         move |presence, counts, before| {
-            value_accumulation(presence.as_ref(), &thresholding, width, counts, before)
+            value_accumulation(presence.as_ref(), &shares, width, counts, before)
         },
-    );
-    Ok(Some(values))
+    )
 }
 
 /// `((presence, ()), time, counts)` for every share each row of `batch` takes part in. A
 /// presence is the group key's length (4 bytes, big-endian), the group key, the share's
 /// position (4 bytes, big-endian) and the value's bytes; its counts hold, per member, the
 /// row's diff if the row passes the member's FILTER, else 0.
-fn presences(
+pub(super) fn presences(
     aggregates: &[AggregateExpr],
     shares: &[Share],
     batch: &RecordBatch,
