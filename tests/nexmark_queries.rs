@@ -12,6 +12,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use fluxion_benches::nexmark_tables::NEXMARK_TABLES;
 use futures::{SinkExt, StreamExt};
 use support::postgres::TestPostgres;
 use support::query::{row, sorted_rows};
@@ -38,51 +39,6 @@ const QUERIES: [(&str, &str); 14] = [
     ("q21", include_str!("../benches/nexmark/q21.sql")),
     ("q22", include_str!("../benches/nexmark/q22.sql")),
 ];
-
-/// A Nexmark table: its name, the generator's table type, its columns, and which of every 50
-/// events are its rows (`first`, `len`).
-struct Table {
-    name: &'static str,
-    table_type: &'static str,
-    columns: &'static str,
-    first: u64,
-    len: u64,
-}
-
-const TABLES: [Table; 3] = [
-    Table {
-        name: "person",
-        table_type: "Person",
-        columns: "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, \
-                  city VARCHAR, state VARCHAR, date_time TIMESTAMP, extra VARCHAR",
-        first: 0,
-        len: 1,
-    },
-    Table {
-        name: "auction",
-        table_type: "Auction",
-        columns: "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, \
-                  reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, \
-                  category BIGINT, extra VARCHAR",
-        first: 1,
-        len: 3,
-    },
-    Table {
-        name: "bid",
-        table_type: "Bid",
-        columns: "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, \
-                  date_time TIMESTAMP, extra VARCHAR",
-        first: 4,
-        len: 46,
-    },
-];
-
-impl Table {
-    /// The rows `events` events hold.
-    fn rows(&self) -> u64 {
-        EVENTS / 50 * self.len + (EVENTS % 50).saturating_sub(self.first).min(self.len)
-    }
-}
 
 /// Rows of `side_input` (q13's lookup table), in both databases.
 fn side_input_rows() -> String {
@@ -138,15 +94,11 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
     let server = TestServer::start();
     let fluxion = server.connect().await;
     let mut ddl = String::new();
-    for table in &TABLES {
+    for table in &NEXMARK_TABLES {
+        ddl.push_str(&table.create_source(EVENTS));
         ddl.push_str(&format!(
-            "CREATE SOURCE {name} ({columns}) WITH (connector = 'nexmark', \
-               nexmark.table.type = '{kind}', nexmark.event.rate = '0', \
-               nexmark.event.num = '{EVENTS}');
-             CREATE MATERIALIZED VIEW all_{name} AS SELECT * FROM {name};\n",
-            name = table.name,
-            columns = table.columns,
-            kind = table.table_type,
+            "CREATE MATERIALIZED VIEW all_{0} AS SELECT * FROM {0};\n",
+            table.name
         ));
     }
     for (_, sql) in QUERIES {
@@ -159,13 +111,13 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
         .expect("sources and views");
 
     let deadline = Instant::now() + Duration::from_secs(120);
-    for table in &TABLES {
+    for table in &NEXMARK_TABLES {
         let sql = format!("SELECT count(*) FROM all_{}", table.name);
-        while row(&fluxion, &sql).await[0].as_deref() != Some(&table.rows().to_string()) {
+        while row(&fluxion, &sql).await[0].as_deref() != Some(&table.rows(EVENTS).to_string()) {
             assert!(
                 Instant::now() < deadline,
                 "{sql} never reached {}",
-                table.rows()
+                table.rows(EVENTS)
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -177,7 +129,7 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
             .await
             .expect("connect to PostgreSQL");
     tokio::spawn(connection);
-    for table in &TABLES {
+    for table in &NEXMARK_TABLES {
         postgres
             .batch_execute(&format!("CREATE TABLE {} ({})", table.name, table.columns))
             .await

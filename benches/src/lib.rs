@@ -1,4 +1,6 @@
-//! Shared pieces of the benchmarks: starting a server, timing, percentiles.
+//! Shared pieces of the benchmarks: starting a server, timing, percentiles, the Nexmark tables.
+
+pub mod nexmark_tables;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

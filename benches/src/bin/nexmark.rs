@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use fluxion_benches::nexmark_tables::NEXMARK_TABLES;
 use fluxion_benches::BenchServer;
 
 #[derive(Debug, Parser)]
@@ -73,45 +74,6 @@ fn query_sql(name: &str) -> Option<&'static str> {
     })
 }
 
-/// A source a query reads, and how many rows it delivers out of `events` events.
-struct SourceSpec {
-    name: &'static str,
-    /// The connector's `nexmark.table.type`.
-    table_type: &'static str,
-    columns: &'static str,
-    expected_rows: fn(u64) -> u64,
-}
-
-/// Events `first..first + len` of every 50 belong to a table (1 person, 3 auctions, 46 bids).
-fn share(events: u64, first: u64, len: u64) -> u64 {
-    events / 50 * len + (events % 50).saturating_sub(first).min(len)
-}
-
-const NEXMARK_SOURCES: [SourceSpec; 3] = [
-    SourceSpec {
-        name: "person",
-        table_type: "Person",
-        columns: "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, \
-                  city VARCHAR, state VARCHAR, date_time TIMESTAMP, extra VARCHAR",
-        expected_rows: |events| share(events, 0, 1),
-    },
-    SourceSpec {
-        name: "auction",
-        table_type: "Auction",
-        columns: "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, \
-                  reserve BIGINT, date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, \
-                  category BIGINT, extra VARCHAR",
-        expected_rows: |events| share(events, 1, 3),
-    },
-    SourceSpec {
-        name: "bid",
-        table_type: "Bid",
-        columns: "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, \
-                  date_time TIMESTAMP, extra VARCHAR",
-        expected_rows: |events| share(events, 4, 46),
-    },
-];
-
 /// The Nexmark tables Nexmark query `query` reads.
 fn nexmark_sources_of(query: &str) -> &'static [&'static str] {
     match query {
@@ -137,15 +99,10 @@ fn sources_for(query: &str, events: u64) -> (String, Vec<(&'static str, u64)>) {
     }
     let mut ddl = String::new();
     let mut used = Vec::new();
-    for source in &NEXMARK_SOURCES {
-        if nexmark_sources_of(query).contains(&source.name) {
-            ddl.push_str(&format!(
-                "CREATE SOURCE {} ({}) WITH (connector = 'nexmark', \
-                   nexmark.table.type = '{}', nexmark.event.rate = '0', \
-                   nexmark.event.num = '{events}');\n",
-                source.name, source.columns, source.table_type,
-            ));
-            used.push((source.name, (source.expected_rows)(events)));
+    for table in &NEXMARK_TABLES {
+        if nexmark_sources_of(query).contains(&table.name) {
+            ddl.push_str(&table.create_source(events));
+            used.push((table.name, table.rows(events)));
         }
     }
     (ddl, used)
