@@ -1,6 +1,7 @@
 //! tokio-postgres against Fluxion: prepared statements with a parameter and a result column of
 //! every type clients bind, all in binary, round-tripped through a table; parameter types
-//! inferred from the columns they meet; a statement prepared once and run many times.
+//! inferred from the columns they meet (of one relation or of several); a statement prepared
+//! once and run many times.
 
 mod support;
 
@@ -171,6 +172,43 @@ async fn a_prepared_statement_runs_many_times_with_parameters_inferred_from_colu
         )
         .normalize()
     );
+}
+
+#[tokio::test]
+async fn a_parameter_meeting_columns_of_two_relations_has_their_type() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL);
+             INSERT INTO accounts VALUES (1, 10), (2, 20), (3, 30);
+             CREATE MATERIALIZED VIEW rich AS SELECT id FROM accounts WHERE balance >= 20;",
+        )
+        .await
+        .expect("setup");
+    // `$1` meets `accounts.id` and `rich.id`: equal types from different relations.
+    let select = client
+        .prepare("SELECT balance FROM accounts WHERE id = $1 AND id IN (SELECT id FROM rich WHERE id = $1)")
+        .await
+        .expect("prepare select");
+    assert_eq!(select.params(), &[Type::INT8]);
+    let rows = client.query(&select, &[&2i64]).await.expect("select");
+    assert_eq!(
+        rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(),
+        [20]
+    );
+    assert!(client
+        .query(&select, &[&1i64])
+        .await
+        .expect("select")
+        .is_empty());
+    let update = client
+        .prepare("UPDATE accounts SET balance = balance + 1 WHERE id = $1 AND id IN (SELECT id FROM rich WHERE id = $1)")
+        .await
+        .expect("prepare update");
+    assert_eq!(update.params(), &[Type::INT8]);
+    assert_eq!(client.execute(&update, &[&3i64]).await.expect("update"), 1);
+    assert_eq!(client.execute(&update, &[&1i64]).await.expect("update"), 0);
 }
 
 #[tokio::test]

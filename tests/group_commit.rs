@@ -1,6 +1,7 @@
 //! Concurrent writers share fsyncs (group commit) without losing or doubling a change: a
 //! write that reads before it writes sees every commit ordered before it, even one that is
-//! not yet visible to plain reads.
+//! not yet visible to plain reads, and a write that read without the sequencer runs again
+//! when a concurrent commit changed what it read.
 
 mod support;
 
@@ -18,20 +19,31 @@ fn account(client: i64, step: i64) -> i64 {
     (client * 7 + step * 3) % ACCOUNTS
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_read_modify_writes_lose_and_double_nothing() {
-    let server = TestServer::start();
+/// A connection to `server` after creating `accounts` (`ACCOUNTS` rows of balance 1000) and
+/// running `view`.
+async fn create_accounts(server: &TestServer, view: &str) -> tokio_postgres::Client {
     let setup = server.connect().await;
     setup
         .batch_execute(&format!(
             "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL);
              INSERT INTO accounts SELECT value, 1000 FROM generate_series(0, {}) AS t(value);
-             CREATE MATERIALIZED VIEW totals AS
-                 SELECT count(*) AS accounts, sum(balance) AS balance FROM accounts;",
+             {view};",
             ACCOUNTS - 1
         ))
         .await
         .unwrap();
+    setup
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_read_modify_writes_lose_and_double_nothing() {
+    let server = TestServer::start();
+    let setup = create_accounts(
+        &server,
+        "CREATE MATERIALIZED VIEW totals AS
+             SELECT count(*) AS accounts, sum(balance) AS balance FROM accounts",
+    )
+    .await;
 
     let mut clients = Vec::new();
     for client in 0..CLIENTS {
@@ -116,5 +128,89 @@ async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
     assert_eq!(
         rows(&setup, "SELECT count(*), count(DISTINCT id) FROM claims").await,
         vec![format!("{KEYS}|{KEYS}")]
+    );
+}
+
+/// How a client of [`concurrent_writes_of_every_read_shape_stay_serializable`] writes.
+#[derive(Clone, Copy)]
+enum WriteShape {
+    /// `… WHERE id = $1`: reads one key.
+    PointIncrement,
+    /// `… WHERE id = $1 OR id = $2`: reads the whole table.
+    TransferByScan,
+    /// `… WHERE id IN (SELECT id FROM a view …)`: reads a view, whose changes are not
+    /// recorded as writes.
+    TransferThroughView,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_of_every_read_shape_stay_serializable() {
+    let server = TestServer::start();
+    let setup = create_accounts(
+        &server,
+        "CREATE MATERIALIZED VIEW account_ids AS SELECT id FROM accounts",
+    )
+    .await;
+
+    const SHAPES: [WriteShape; 3] = [
+        WriteShape::PointIncrement,
+        WriteShape::TransferByScan,
+        WriteShape::TransferThroughView,
+    ];
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let connection = server.connect().await;
+        let shape = SHAPES[client as usize % SHAPES.len()];
+        clients.push(tokio::spawn(async move {
+            let sql = match shape {
+                WriteShape::PointIncrement => {
+                    "UPDATE accounts SET balance = balance + 1 WHERE id = $1 AND $2 >= 0"
+                }
+                WriteShape::TransferByScan => {
+                    "UPDATE accounts SET balance = balance + CASE WHEN id = $1 THEN -1 ELSE 1 END
+                     WHERE id = $1 OR id = $2"
+                }
+                WriteShape::TransferThroughView => {
+                    "UPDATE accounts SET balance = balance + CASE WHEN id = $1 THEN -1 ELSE 1 END
+                     WHERE id IN (SELECT id FROM account_ids WHERE id = $1 OR id = $2)"
+                }
+            };
+            let statement = connection.prepare(sql).await.unwrap();
+            for step in 0..UPDATES_PER_CLIENT {
+                let from = account(client, step);
+                let to = (from + 1) % ACCOUNTS;
+                let changed = connection.execute(&statement, &[&from, &to]).await.unwrap();
+                let expected = match shape {
+                    WriteShape::PointIncrement => 1,
+                    _ => 2,
+                };
+                assert_eq!(changed, expected, "client {client} step {step}");
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+
+    let mut expected: BTreeMap<i64, i64> = (0..ACCOUNTS).map(|id| (id, 1000)).collect();
+    for client in 0..CLIENTS {
+        for step in 0..UPDATES_PER_CLIENT {
+            let from = account(client, step);
+            match SHAPES[client as usize % SHAPES.len()] {
+                WriteShape::PointIncrement => *expected.get_mut(&from).unwrap() += 1,
+                _ => {
+                    *expected.get_mut(&from).unwrap() -= 1;
+                    *expected.get_mut(&((from + 1) % ACCOUNTS)).unwrap() += 1;
+                }
+            }
+        }
+    }
+    let expected_rows: Vec<String> = expected
+        .iter()
+        .map(|(id, balance)| format!("{id}|{balance}"))
+        .collect();
+    assert_eq!(
+        rows(&setup, "SELECT id, balance FROM accounts ORDER BY id").await,
+        expected_rows
     );
 }

@@ -16,19 +16,55 @@ use crate::error::CoordError;
 use crate::in_flight::TableChanges;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::timestamps::ReadHold;
+use crate::write_conflicts::ReadSet;
 
 impl Coordinator {
-    /// Takes the sequencer for a statement that commits by itself (outside a block). Commits
-    /// ordered before may still be in flight: such a statement reads through
-    /// [`Self::write_snapshot`].
-    pub(crate) async fn lock_for_autocommit(
+    /// Starts a write statement: in a block, it reads the last committed time with the
+    /// block's writes laid over it; otherwise it reads every commit ordered so far (the
+    /// visible time with the commits in flight laid over it), holding the sequencer from
+    /// now on or not, as `attempt` says.
+    pub(crate) async fn begin_write(
         &self,
         session: &Session,
-    ) -> Option<OwnedMutexGuard<()>> {
-        match session.transaction {
-            Transaction::Block(_) => None,
-            _ => Some(self.sequencer.clone().lock_owned().await),
+        attempt: WriteAttempt,
+    ) -> (WriteAccess, ReadHold, WriteSnapshot) {
+        if let Transaction::Block(block) = &session.transaction {
+            let hold = self.holds.hold_read_time(&self.oracle);
+            let snapshot = WriteSnapshot {
+                read_time: hold.time(),
+                overlay: block.writes.clone(),
+                reads: None,
+            };
+            return (WriteAccess::Block, hold, snapshot);
         }
+        let sequencer = match attempt {
+            WriteAttempt::Sequenced => Some(self.sequencer.clone().lock_owned().await),
+            WriteAttempt::Optimistic => None,
+        };
+        let in_flight = self
+            .in_flight
+            .overlay_with(|| self.holds.hold_read_time(&self.oracle));
+        let hold = in_flight.read;
+        let (access, reads) = match sequencer {
+            Some(sequencer) => (WriteAccess::Sequenced(sequencer), None),
+            None => {
+                let reads = Arc::new(ReadSet::default());
+                let through = in_flight.latest.unwrap_or(0).max(hold.time());
+                let access = WriteAccess::Optimistic {
+                    through,
+                    reads: reads.clone(),
+                };
+                (access, Some(reads))
+            }
+        };
+        let snapshot = WriteSnapshot {
+            read_time: hold.time(),
+            overlay: PendingWrites {
+                tables: in_flight.tables,
+            },
+            reads,
+        };
+        (access, hold, snapshot)
     }
 
     /// Takes the sequencer once no commit is in flight: for DDL, checkpoints and whatever
@@ -39,37 +75,18 @@ impl Coordinator {
         sequencer
     }
 
-    /// What a write reads: a held time and the changes to lay over it. In a block, the
-    /// block's own writes; for a statement that commits by itself (holding the sequencer),
-    /// the changes of the commits in flight, taken together with the time so that each
-    /// ordered commit is in exactly one of them.
-    pub(crate) fn write_snapshot(&self, session: &Session) -> (ReadHold, PendingWrites) {
-        match &session.transaction {
-            Transaction::Block(block) => (
-                self.holds.hold_read_time(&self.oracle),
-                block.writes.clone(),
-            ),
-            _ => {
-                let (hold, tables) = self
-                    .in_flight
-                    .overlay_with(|| self.holds.hold_read_time(&self.oracle));
-                (hold, PendingWrites { tables })
-            }
-        }
-    }
-
     /// Commits on a task of its own, so that a client that cancels its statement cannot stop
     /// a commit halfway (logged but not applied). The task holds `sequencer` until the commit
     /// is ordered, then lets later commits share its fsync.
     pub(crate) async fn commit_detached(
         &self,
         writes: PendingWrites,
-        reads: BTreeMap<GlobalId, Timestamp>,
+        check: ReadCheck,
         sequencer: OwnedMutexGuard<()>,
     ) -> Result<Option<Timestamp>, CoordError> {
         let this = self.arc()?;
         tokio::spawn(async move {
-            let staged = this.stage_writes(writes, &reads).await;
+            let staged = this.stage_writes(writes, &check).await;
             drop(sequencer);
             match staged? {
                 Some(staged) => this.finish_commit(staged).await.map(Some),
@@ -80,68 +97,51 @@ impl Coordinator {
         .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
     }
 
-    /// Commits `writes` now (autocommit, with the sequencer taken by
-    /// [`Self::lock_for_autocommit`]) or adds them to the open block.
+    /// Commits `writes` to `table`, read as `snapshot` says, now (outside a block) or adds
+    /// them to the open block.
     pub(crate) async fn apply_writes(
         &self,
         session: &mut Session,
         table: GlobalId,
         writes: Vec<(Row, Diff)>,
-        read_time: Timestamp,
-        sequencer: Option<OwnedMutexGuard<()>>,
+        snapshot: &WriteSnapshot,
+        access: WriteAccess,
     ) -> Result<(), CoordError> {
-        match &mut session.transaction {
-            Transaction::Block(block) => {
-                block.reads.entry(table).or_insert(read_time);
-                block.writes.tables.entry(table).or_default().extend(writes);
-                Ok(())
-            }
-            _ => {
-                // A statement that held the sequencer from its read on read every commit
-                // ordered before it: nothing can have changed under it. Otherwise the table
-                // must not have been written since the read.
-                let (sequencer, reads) = match sequencer {
-                    Some(sequencer) => (sequencer, BTreeMap::new()),
-                    None => (
-                        self.sequencer.clone().lock_owned().await,
-                        BTreeMap::from([(table, read_time)]),
-                    ),
+        let mut pending = PendingWrites::default();
+        pending.tables.insert(table, writes);
+        let (sequencer, check) = match access {
+            WriteAccess::Block => {
+                let Transaction::Block(block) = &mut session.transaction else {
+                    return Err(CoordError::Internal("a block's write outside it".into()));
                 };
-                let mut pending = PendingWrites::default();
-                pending.tables.insert(table, writes);
-                self.commit_detached(pending, reads, sequencer)
-                    .await
-                    .map(|_| ())
+                block.reads.entry(table).or_insert(snapshot.read_time);
+                for (table, rows) in pending.tables {
+                    block.writes.tables.entry(table).or_default().extend(rows);
+                }
+                return Ok(());
             }
-        }
+            // Holding the sequencer since its read, it read every commit ordered before it:
+            // nothing can have changed under it.
+            WriteAccess::Sequenced(sequencer) => (sequencer, ReadCheck::Nothing),
+            WriteAccess::Optimistic { through, reads } => (
+                self.sequencer.clone().lock_owned().await,
+                ReadCheck::Since { through, reads },
+            ),
+        };
+        self.commit_detached(pending, check, sequencer)
+            .await
+            .map(|_| ())
     }
 
     /// Orders `writes` at a new timestamp and queues them for the log (`None` if they
-    /// change nothing), after checking that no table in `reads` was written after it was
-    /// read. The caller holds the sequencer.
+    /// change nothing), after checking that nothing they were computed from changed since
+    /// it was read. The caller holds the sequencer.
     async fn stage_writes(
         &self,
         writes: PendingWrites,
-        reads: &BTreeMap<GlobalId, Timestamp>,
+        check: &ReadCheck,
     ) -> Result<Option<StagedCommit>, CoordError> {
-        {
-            let last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-            for (table, read_time) in reads {
-                if last_write
-                    .get(table)
-                    .is_some_and(|written| written > read_time)
-                {
-                    let name = self
-                        .catalog
-                        .read()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(*table)
-                        .map(|i| i.name.clone())
-                        .unwrap_or_default();
-                    return Err(CoordError::SerializationFailure(name));
-                }
-            }
-        }
+        self.check_reads(&writes, check)?;
         let mut commit = CommitBatch::default();
         let mut overlay: TableChanges = Vec::new();
         for (table, rows) in writes.tables {
@@ -169,6 +169,48 @@ impl Coordinator {
             return Ok(None);
         }
         self.stage_commit(commit, overlay).await.map(Some)
+    }
+
+    /// Checks that nothing `writes` were computed from changed since it was read. The caller
+    /// holds the sequencer.
+    fn check_reads(&self, writes: &PendingWrites, check: &ReadCheck) -> Result<(), CoordError> {
+        match check {
+            ReadCheck::Nothing => Ok(()),
+            ReadCheck::TablesSince(reads) => {
+                let last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+                let stale = reads.iter().find(|(table, read_time)| {
+                    last_write
+                        .get(table)
+                        .is_some_and(|written| written > read_time)
+                });
+                match stale {
+                    Some((table, _)) => {
+                        let name = crate::catalog::read(&self.catalog)
+                            .get(*table)
+                            .map(|i| i.name.clone())
+                            .unwrap_or_default();
+                        Err(CoordError::SerializationFailure(name))
+                    }
+                    None => Ok(()),
+                }
+            }
+            ReadCheck::Since { through, reads } => {
+                // Only tables record their writes; a table dropped meanwhile is reported
+                // by the statement run again.
+                let codecs = self.table_codecs.read().unwrap_or_else(|p| p.into_inner());
+                let checkable = !reads.is_untracked()
+                    && reads
+                        .tables()
+                        .iter()
+                        .chain(writes.tables.keys())
+                        .all(|table| codecs.contains_key(table));
+                drop(codecs);
+                if !checkable || self.recent_writes.changed_since(*through, reads) {
+                    return Err(CoordError::WriteConflict { checkable });
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Makes `commit` durable and visible at a new timestamp. The caller holds the
@@ -234,8 +276,10 @@ impl Coordinator {
         let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
         {
             let mut last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-            for (id, _) in &arranged {
+            for (id, pairs) in &arranged {
                 last_write.insert(*id, time);
+                let keys = pairs.iter().map(|((key, _), _)| key);
+                self.recent_writes.record(time, *id, keys);
             }
         }
         let durable = Box::pin(self.wal.append(record));
@@ -345,6 +389,50 @@ impl Coordinator {
         let since = self.holds.earliest().unwrap_or(retained).min(retained);
         self.compute.allow_compaction(since);
     }
+}
+
+/// How to run a write statement that commits by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteAttempt {
+    /// Read without the sequencer; checked when it commits.
+    Optimistic,
+    /// Hold the sequencer from the read on.
+    Sequenced,
+}
+
+/// How a write statement stands to the commits ordered while it runs.
+pub(crate) enum WriteAccess {
+    /// In a transaction block: the block's reads are checked when it commits.
+    Block,
+    /// Holding the sequencer from its read on: no commit comes in between.
+    Sequenced(OwnedMutexGuard<()>),
+    /// Reading, without the sequencer, a snapshot of every commit through `through`:
+    /// what it `reads` is checked when it commits.
+    Optimistic {
+        through: Timestamp,
+        reads: Arc<ReadSet>,
+    },
+}
+
+/// What a write statement reads: a time, the changes to lay over it, and (for an
+/// optimistic write) where its reads are recorded.
+pub(crate) struct WriteSnapshot {
+    pub read_time: Timestamp,
+    pub overlay: PendingWrites,
+    pub reads: Option<Arc<ReadSet>>,
+}
+
+/// What a commit must check, under the sequencer, before it is ordered.
+pub(crate) enum ReadCheck {
+    /// Nothing: it read holding the sequencer.
+    Nothing,
+    /// A block's tables, each read at a time: none written since.
+    TablesSince(BTreeMap<GlobalId, Timestamp>),
+    /// Nothing in `reads` written by a commit after `through`.
+    Since {
+        through: Timestamp,
+        reads: Arc<ReadSet>,
+    },
 }
 
 /// A commit ordered and queued for the log, not yet known to be durable.

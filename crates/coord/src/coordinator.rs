@@ -19,6 +19,8 @@ use crate::session::Session;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
+use crate::write::WriteStatement;
+use crate::write_conflicts::RecentWrites;
 
 /// Where the coordinator keeps its data and how much parallelism it uses.
 #[derive(Clone, Debug)]
@@ -48,6 +50,8 @@ pub struct Coordinator {
     pub(crate) in_flight: InFlightCommits<CommitEffects>,
     /// The time each table was last written at (for transaction validation).
     pub(crate) last_write: Mutex<HashMap<GlobalId, Timestamp>>,
+    /// The keys the latest commits wrote (for writes that read without the sequencer).
+    pub(crate) recent_writes: RecentWrites,
     /// Row codecs of the tables, for writing.
     pub(crate) table_codecs: RwLock<HashMap<GlobalId, Arc<TableCodecs>>>,
     /// Rows logged since the last checkpoint.
@@ -109,6 +113,7 @@ impl Coordinator {
             sequencer: Arc::new(tokio::sync::Mutex::new(())),
             in_flight: InFlightCommits::new(floor),
             last_write: Mutex::new(HashMap::new()),
+            recent_writes: RecentWrites::new(floor),
             table_codecs: RwLock::new(HashMap::new()),
             rows_since_checkpoint: AtomicU64::new(0),
             checkpointing: AtomicBool::new(false),
@@ -173,9 +178,9 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         match statement {
             Statement::Select(query) => self.select(session, &query).await,
-            Statement::Insert(insert) => self.insert(session, insert).await,
-            Statement::Update(update) => self.update(session, update).await,
-            Statement::Delete(delete) => self.delete(session, delete).await,
+            Statement::Insert(insert) => self.write(session, WriteStatement::Insert(&insert)).await,
+            Statement::Update(update) => self.write(session, WriteStatement::Update(&update)).await,
+            Statement::Delete(delete) => self.write(session, WriteStatement::Delete(&delete)).await,
             Statement::CopyFrom(copy) => self.start_copy(session, copy),
             Statement::CopyTo(copy) => self.copy_to(session, copy).await,
             Statement::CreateTable(create) => self.create_table(session, create).await,

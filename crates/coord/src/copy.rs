@@ -12,6 +12,7 @@ use repr::GlobalId;
 use sql::literals::{normalize, Temporal};
 use sql::{CopyFormat, CopyFrom, CopyOptions};
 
+use crate::commit::WriteAttempt;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
@@ -89,13 +90,12 @@ impl Coordinator {
         let batch = typed_batch(&codecs, &table.name, &plan.columns, &records)?;
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
-        let sequencer = self.lock_for_autocommit(session).await;
-        let (hold, overlay) = self.write_snapshot(session);
-        let read_time = hold.time();
+        // A bulk load checks many keys: it holds the sequencer rather than risk a conflict.
+        let (access, _hold, snapshot) = self.begin_write(session, WriteAttempt::Sequenced).await;
         let writes = self
-            .plain_insert(&overlay, &codecs, &table, &batch, read_time)
+            .plain_insert(&snapshot, &codecs, &table, &batch)
             .await?;
-        self.apply_writes(session, table.id, writes, read_time, sequencer)
+        self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(count)
     }

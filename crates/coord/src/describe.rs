@@ -98,12 +98,12 @@ impl Coordinator {
             Statement::Update(update) => {
                 let (table, _) = self.writable_table(session, &update.table)?;
                 let plan = update.plan(&ctx, &table.name).await?;
-                Ok((plan.get_parameter_fields()?, None))
+                Ok((sql::parameter_types(&plan)?, None))
             }
             Statement::Delete(delete) => {
                 let (table, _) = self.writable_table(session, &delete.table)?;
                 let plan = delete.plan(&ctx, &table.name).await?;
-                Ok((plan.get_parameter_fields()?, None))
+                Ok((sql::parameter_types(&plan)?, None))
             }
             _ => Ok((ParameterTypes::new(), None)),
         }

@@ -74,6 +74,14 @@ pub enum CoordError {
     /// A concurrent write made this transaction's reads stale.
     #[error("could not serialize access due to concurrent update of \"{0}\"")]
     SerializationFailure(String),
+    /// A write that read without the sequencer found, at its commit, that what it read has
+    /// changed (`checkable`: whether running it the same way again may succeed). Such a
+    /// write is run again; a client sees this only if that breaks.
+    #[error("could not serialize access due to a concurrent write")]
+    WriteConflict {
+        /// Whether its reads could be checked at all.
+        checkable: bool,
+    },
     /// A source's connector refused its options or columns.
     #[error("{0}")]
     InvalidSourceOption(String),

@@ -8,10 +8,11 @@
 //! in order: whoever settles a commit applies every settled commit at the front of the queue,
 //! and each committer then waits until its own time is visible.
 //!
-//! A write that reads before it writes (UPDATE, DELETE, a primary-key check) runs under the
-//! sequencer, after earlier commits were ordered but perhaps before they are visible. It
-//! reads the last visible time and overlays the table changes of the commits in flight
-//! ([`InFlightCommits::overlay_with`]), so it sees every commit ordered before it.
+//! A write that reads before it writes (UPDATE, DELETE, a primary-key check) may read after
+//! earlier commits were ordered but before they are visible. It reads the last visible time
+//! and overlays the table changes of the commits in flight
+//! ([`InFlightCommits::overlay_with`]), so it sees every commit ordered before it (and
+//! [`crate::write_conflicts`] checks, at its commit, the ones ordered after).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -45,6 +46,16 @@ enum Outcome<T> {
     Durable(T),
     /// Not logged: skipped.
     Failed,
+}
+
+/// What [`InFlightCommits::overlay_with`] read.
+pub(crate) struct InFlightOverlay<R> {
+    /// What its `read` returned.
+    pub read: R,
+    /// The changes in flight, by table.
+    pub tables: BTreeMap<GlobalId, Vec<(Row, Diff)>>,
+    /// The time of the latest commit in flight.
+    pub latest: Option<Timestamp>,
 }
 
 impl<T> InFlightCommits<T> {
@@ -114,12 +125,10 @@ impl<T> InFlightCommits<T> {
     }
 
     /// Runs `read` (which takes the read time) with the table changes of every commit in
-    /// flight then, oldest first, by table: no commit becomes visible in between, so the
-    /// time and the changes together are every commit ordered so far, each once.
-    pub fn overlay_with<R>(
-        &self,
-        read: impl FnOnce() -> R,
-    ) -> (R, BTreeMap<GlobalId, Vec<(Row, Diff)>>) {
+    /// flight then, oldest first, by table, and the time of the latest of them: no commit
+    /// becomes visible in between, so the time and the changes together are every commit
+    /// ordered so far, each once.
+    pub fn overlay_with<R>(&self, read: impl FnOnce() -> R) -> InFlightOverlay<R> {
         let queue = self.lock();
         let read = read();
         let mut overlay: BTreeMap<GlobalId, Vec<(Row, Diff)>> = BTreeMap::new();
@@ -131,7 +140,11 @@ impl<T> InFlightCommits<T> {
                     .extend(rows.iter().cloned());
             }
         }
-        (read, overlay)
+        InFlightOverlay {
+            read,
+            tables: overlay,
+            latest: queue.back().map(|entry| entry.time),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Entry<T>>> {
@@ -181,16 +194,19 @@ mod tests {
         commits.register(1, vec![(table, Arc::from(vec![(row(1), 1)]))]);
         commits.register(2, vec![(table, Arc::from(vec![(row(1), -1), (row(2), 1)]))]);
         assert_eq!(
-            commits.overlay_with(|| ()).1.get(&table),
+            commits.overlay_with(|| ()).tables.get(&table),
             Some(&vec![(row(1), 1), (row(1), -1), (row(2), 1)])
         );
         commits.settle(1, Some(()), |_, _| {});
         assert_eq!(
-            commits.overlay_with(|| ()).1.get(&table),
+            commits.overlay_with(|| ()).tables.get(&table),
             Some(&vec![(row(1), -1), (row(2), 1)])
         );
+        assert_eq!(commits.overlay_with(|| ()).latest, Some(2));
         commits.settle(2, Some(()), |_, _| {});
-        assert!(commits.overlay_with(|| ()).1.is_empty());
+        let settled = commits.overlay_with(|| ());
+        assert!(settled.tables.is_empty());
+        assert_eq!(settled.latest, None);
     }
 
     #[tokio::test]

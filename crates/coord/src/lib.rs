@@ -41,6 +41,7 @@ mod table_rows;
 mod timestamps;
 mod transactions;
 mod write;
+mod write_conflicts;
 
 pub use coordinator::{CoordConfig, Coordinator};
 pub use describe::StatementDesc;

@@ -3,8 +3,9 @@
 //! Each query reads every relation at one held time (through an [`ArrangementReader`]), sees
 //! its session (search path, settings, user: [`SessionInfo`]) in catalog relations and
 //! functions, resolves unqualified names in the first schema of the search path, and may use
-//! the PostgreSQL functions of the `system-catalog` crate and correlated subqueries DataFusion
-//! cannot decorrelate (evaluated per outer row).
+//! the PostgreSQL functions of the `system-catalog` crate. (Correlated subqueries DataFusion
+//! cannot decorrelate are evaluated per outer row: the rules that do so are added to the state
+//! only for a plan that has a subquery, see [`crate::read::execute_plan`].)
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +14,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use sql::catalog::SnapshotContext;
-use sql::correlated_subqueries::with_correlated_subqueries;
 use system_catalog::{CatalogReader, SessionInfo};
 
 use crate::catalog::read;
@@ -23,6 +23,7 @@ use crate::error::CoordError;
 use crate::read::ArrangementReader;
 use crate::session::{PendingWrites, Session};
 use crate::timestamps::ReadHold;
+use crate::write_conflicts::ReadSet;
 
 /// A time held for the duration of one query, and the session to plan it in.
 pub(crate) struct QueryContext {
@@ -45,23 +46,26 @@ impl Coordinator {
     /// laid over the committed contents.
     pub(crate) fn query_context(&self, session: &Session, overlay: &PendingWrites) -> QueryContext {
         let hold = self.holds.hold_read_time(&self.oracle);
-        self.query_context_at(session, hold, overlay)
+        self.query_context_at(session, hold, overlay, None)
     }
 
-    /// [`Self::query_context`] reading at `hold`'s time.
+    /// [`Self::query_context`] reading at `hold`'s time, recording what it reads in `reads`
+    /// if given.
     pub(crate) fn query_context_at(
         &self,
         session: &Session,
         hold: ReadHold,
         overlay: &PendingWrites,
+        reads: Option<Arc<ReadSet>>,
     ) -> QueryContext {
         let reader = ArrangementReader {
             compute: self.compute.clone(),
             streams: self.streams.clone(),
             time: hold.time(),
             overlay: overlay.tables.clone().into_iter().collect(),
+            reads,
         };
-        let info = Arc::new(session_info(session));
+        let (mut state, info) = self.session_state(session);
         let default_schema = {
             let catalog = read(&self.catalog);
             info.search_path
@@ -70,33 +74,70 @@ impl Coordinator {
                 .cloned()
                 .unwrap_or_else(|| sql::session::DEFAULT_SCHEMA.to_string())
         };
+        let config = state.config_mut();
+        config.set_extension(Arc::new(SnapshotContext(Arc::new(reader))));
+        config.options_mut().catalog.default_schema = default_schema;
+        state.mark_start_execution();
+        QueryContext {
+            state,
+            hold,
+            session: info,
+            catalog: Arc::new(SharedCatalog(self.catalog.clone())),
+        }
+    }
+
+    /// The planning state of `session` (its functions registered, reading no snapshot yet),
+    /// and what its functions see of it. Built once per session and again whenever its
+    /// settings change: registering the functions costs more than planning a point query.
+    fn session_state(&self, session: &Session) -> (SessionState, Arc<SessionInfo>) {
+        let mut cached = session
+            .planning_state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = cached
+            .as_ref()
+            .filter(|cached| cached.info.settings == session.variables)
+        {
+            // What `set_config` changed in an earlier statement is applied or forgotten.
+            cached
+                .info
+                .changed_settings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+            return (cached.state.clone(), cached.info.clone());
+        }
+        let info = Arc::new(session_info(session));
         let mut config = self
             .base_state
             .config()
             .clone()
-            .with_extension(Arc::new(SnapshotContext(Arc::new(reader))))
             .with_extension(info.clone());
-        let options = config.options_mut();
-        options.catalog.default_schema = default_schema;
         // A query run once keeps scalar subqueries as expressions: a subquery returning more
         // than one row is then an error, as in Postgres. (Views turn them into joins.)
-        options
+        config
+            .options_mut()
             .optimizer
             .enable_physical_uncorrelated_scalar_subquery = true;
         let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)
             .build();
         let catalog: Arc<dyn CatalogReader> = Arc::new(SharedCatalog(self.catalog.clone()));
-        system_catalog::register_functions(&mut state, catalog.clone(), info.clone());
-        let mut state = with_correlated_subqueries(state);
-        state.mark_start_execution();
-        QueryContext {
-            state,
-            hold,
-            session: info,
-            catalog,
-        }
+        system_catalog::register_functions(&mut state, catalog, info.clone());
+        *cached = Some(PlanningState {
+            info: info.clone(),
+            state: state.clone(),
+        });
+        (state, info)
     }
+}
+
+/// A session's planning state as [`Coordinator::session_state`] built it, with the session
+/// information it was built for.
+#[derive(Debug)]
+pub(crate) struct PlanningState {
+    info: Arc<SessionInfo>,
+    state: SessionState,
 }
 
 /// What the catalogs and functions see of `session`.

@@ -26,6 +26,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
+use crate::write_conflicts::ReadSet;
 
 /// Rows per batch handed to DataFusion.
 const BATCH_ROWS: usize = 8192;
@@ -38,6 +39,8 @@ pub(crate) struct ArrangementReader {
     pub streams: Arc<Streams>,
     pub time: Timestamp,
     pub overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
+    /// Where to record what is read, for a write that checks its reads when it commits.
+    pub reads: Option<Arc<ReadSet>>,
 }
 
 #[async_trait]
@@ -61,9 +64,22 @@ impl SnapshotReader for ArrangementReader {
                     .map(|rows| rows_with_key(&codec, &key_codec, &lookup, rows, &key))
                     .transpose()?;
                 let arrangement = lookup.arrangement.arrangement;
+                if let Some(reads) = &self.reads {
+                    // The relation's own arrangement is keyed by its primary key.
+                    if arrangement == relation.id {
+                        reads.key(relation.id, key.clone());
+                    } else {
+                        reads.all(relation.id);
+                    }
+                }
                 (arrangement, PeekFilter::Key(key), overlay)
             }
-            None => (relation.id, PeekFilter::All, overlay.cloned()),
+            None => {
+                if let Some(reads) = &self.reads {
+                    reads.all(relation.id);
+                }
+                (relation.id, PeekFilter::All, overlay.cloned())
+            }
         };
         let mut rows = self
             .compute
@@ -80,6 +96,9 @@ impl SnapshotReader for ArrangementReader {
     /// Streams are scanned from their logs while the query runs.
     fn scan_lazily(&self, relation: &RelationTable) -> Option<Arc<dyn PartitionStream>> {
         let log = self.streams.get(relation.id)?;
+        if let Some(reads) = &self.reads {
+            reads.untracked();
+        }
         Some(Arc::new(StreamScan {
             log,
             time: self.time,
@@ -169,7 +188,8 @@ pub(crate) fn rows_to_batches(
 /// execution runs on a task of its own, so that the session stays responsive (a cancel
 /// request is answered at once) while the query computes; dropping the returned future
 /// aborts the query at its next yield point. The schema is the executed plan's, so it is
-/// exactly the type of every returned column.
+/// exactly the type of every returned column. A point query (one key of one relation) skips
+/// the optimizer and physical planner: see [`sql::PointQuery`].
 pub(crate) async fn execute_plan(
     state: &SessionState,
     plan: LogicalPlan,
@@ -180,6 +200,10 @@ pub(crate) async fn execute_plan(
             self.0.abort();
         }
     }
+    if let Some(point) = sql::PointQuery::from_plan(state, &plan) {
+        return Ok(point.execute(state).await?);
+    }
+    let state = sql::correlated_subqueries::state_for(state, &plan);
     let physical = state.create_physical_plan(&plan).await?;
     let schema = physical.schema();
     let task = tokio::spawn(datafusion::physical_plan::collect(

@@ -1,6 +1,7 @@
 //! A client session: its transaction, settings, and the notices it has yet to receive.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use repr::{Diff, GlobalId, Row, Timestamp};
 
@@ -9,6 +10,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use crate::copy::CopyPlan;
 use crate::cursors::Cursor;
 use crate::error::CoordError;
+use crate::query_context::PlanningState;
 
 /// Where a session stands with respect to transactions (the ReadyForQuery status byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +87,8 @@ pub struct Session {
     reported_changes: Vec<(String, String)>,
     user: String,
     backend_pid: i32,
+    /// The session's planning state, kept between statements.
+    pub(crate) planning_state: Mutex<Option<PlanningState>>,
 }
 
 /// A setting's value as Postgres stores it: `DateStyle = ISO` is `ISO, MDY`.
@@ -161,6 +165,7 @@ impl Session {
             reported_changes: Vec::new(),
             user: user.to_string(),
             backend_pid,
+            planning_state: Mutex::new(None),
         };
         for (name, value) in startup {
             let name = name.to_lowercase();

@@ -5,6 +5,7 @@
 //! Postgres, makes a failed block usable again. The end of a block closes its cursors
 //! (those declared WITH HOLD stay).
 
+use crate::commit::ReadCheck;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
@@ -40,8 +41,12 @@ impl Coordinator {
             Transaction::Block(block) => {
                 if !block.writes.is_empty() {
                     let sequencer = self.sequencer.clone().lock_owned().await;
-                    self.commit_detached(block.writes, block.reads, sequencer)
-                        .await?;
+                    self.commit_detached(
+                        block.writes,
+                        ReadCheck::TablesSince(block.reads),
+                        sequencer,
+                    )
+                    .await?;
                 }
                 Ok(ExecuteResponse::command("COMMIT"))
             }

@@ -10,15 +10,16 @@ use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::logical_expr::LogicalPlan;
-use repr::{consolidate, Diff, GlobalId, ItemKind, Row, Timestamp};
+use repr::{consolidate, Diff, GlobalId, ItemKind, Row};
 use sql::{Delete, Insert, ObjectRef, OnConflict, Update};
 
 use crate::catalog::Item;
+use crate::commit::{WriteAttempt, WriteSnapshot};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::query_context::QueryContext;
 use crate::response::ExecuteResponse;
-use crate::session::{PendingWrites, Session};
+use crate::session::Session;
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
 
 impl Coordinator {
@@ -69,43 +70,66 @@ impl Coordinator {
         Ok((item, codecs))
     }
 
-    pub(crate) async fn insert(
+    /// Runs a statement that writes a table. Outside a block it first reads without the
+    /// sequencer, so that concurrent writers overlap, and is checked when it commits (see
+    /// [`crate::write_conflicts`]); after a conflict it runs again, at last holding the
+    /// sequencer throughout, which cannot conflict.
+    pub(crate) async fn write(
         &self,
         session: &mut Session,
-        insert: Insert,
+        statement: WriteStatement<'_>,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let mut attempt = WriteAttempt::Optimistic;
+        let mut conflicts = 0;
+        loop {
+            let result = match statement {
+                WriteStatement::Insert(insert) => self.insert(session, insert, attempt).await,
+                WriteStatement::Update(update) => self.update(session, update, attempt).await,
+                WriteStatement::Delete(delete) => self.delete(session, delete, attempt).await,
+            };
+            match result {
+                Err(CoordError::WriteConflict { checkable })
+                    if attempt != WriteAttempt::Sequenced =>
+                {
+                    conflicts += 1;
+                    if !checkable || conflicts >= OPTIMISTIC_ATTEMPTS {
+                        attempt = WriteAttempt::Sequenced;
+                    }
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn insert(
+        &self,
+        session: &mut Session,
+        insert: &Insert,
+        attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &insert.table)?;
-        let sequencer = self.lock_for_autocommit(session).await;
-        let (hold, overlay) = self.write_snapshot(session);
-        let context = self.query_context_at(session, hold, &overlay);
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let context =
+            self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
         let planned = insert
             .plan(&context.plan_context(), &codecs.insert_target())
             .await?;
         let (_, batches) = crate::read::execute_plan(&context.state, planned.rows).await?;
         let batch = conform(&codecs.schema, &batches)?;
         check_not_null(&codecs, &batch)?;
-        let read_time = context.hold.time();
         let (writes, count) = match planned.on_conflict {
             None => (
-                self.plain_insert(&overlay, &codecs, &table, &batch, read_time)
+                self.plain_insert(&snapshot, &codecs, &table, &batch)
                     .await?,
                 batch.num_rows(),
             ),
             Some(action) => {
-                self.upsert(
-                    &overlay,
-                    &codecs,
-                    &table,
-                    &batch,
-                    action,
-                    read_time,
-                    &context.state,
-                )
-                .await?
+                self.upsert(&snapshot, &codecs, &table, &batch, action, &context.state)
+                    .await?
             }
         };
         drop(context);
-        self.apply_writes(session, table.id, writes, read_time, sequencer)
+        self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(ExecuteResponse::command(format!("INSERT 0 {count}")))
     }
@@ -113,11 +137,10 @@ impl Coordinator {
     /// Rows of `batch` to insert, after checking that no primary key exists already.
     pub(crate) async fn plain_insert(
         &self,
-        overlay: &PendingWrites,
+        snapshot: &WriteSnapshot,
         codecs: &TableCodecs,
         table: &Item,
         batch: &RecordBatch,
-        read_time: Timestamp,
     ) -> Result<Vec<(Row, Diff)>, CoordError> {
         let rows = codecs
             .rows
@@ -126,7 +149,7 @@ impl Coordinator {
         if codecs.key.is_some() {
             let keys = codecs.keys_of(batch)?;
             let existing = self
-                .existing_keys(overlay, codecs, table.id, &keys, read_time)
+                .existing_keys(snapshot, codecs, table.id, &keys)
                 .await?;
             let mut seen = HashSet::new();
             for (i, key) in keys.iter().enumerate() {
@@ -142,15 +165,13 @@ impl Coordinator {
     }
 
     /// INSERT … ON CONFLICT: rows whose key exists are skipped or updated.
-    #[allow(clippy::too_many_arguments)]
     async fn upsert(
         &self,
-        overlay: &PendingWrites,
+        snapshot: &WriteSnapshot,
         codecs: &TableCodecs,
         table: &Item,
         batch: &RecordBatch,
         action: OnConflict,
-        read_time: Timestamp,
         state: &datafusion::execution::context::SessionState,
     ) -> Result<(Vec<(Row, Diff)>, usize), CoordError> {
         if codecs.key.is_none() {
@@ -164,7 +185,7 @@ impl Coordinator {
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let keys = codecs.keys_of(batch)?;
         let existing = self
-            .existing_keys(overlay, codecs, table.id, &keys, read_time)
+            .existing_keys(snapshot, codecs, table.id, &keys)
             .await?;
         let mut current: HashMap<Row, Row> = existing;
         let mut writes: Vec<(Row, Diff)> = Vec::new();
@@ -203,20 +224,25 @@ impl Coordinator {
         Ok((writes, affected))
     }
 
-    /// For each key that exists at `read_time` with `overlay` laid over it, the row.
+    /// For each key of `table` that exists in `snapshot`, the row.
     async fn existing_keys(
         &self,
-        overlay: &PendingWrites,
+        snapshot: &WriteSnapshot,
         codecs: &TableCodecs,
         table: GlobalId,
         keys: &[Row],
-        read_time: Timestamp,
     ) -> Result<HashMap<Row, Row>, CoordError> {
+        if let Some(reads) = &snapshot.reads {
+            match codecs.key {
+                Some(_) => reads.keys(table, keys.iter().cloned()),
+                None => reads.all(table),
+            }
+        }
         let mut rows = self
             .compute
-            .peek(table, read_time, PeekFilter::Keys(keys.to_vec()))
+            .peek(table, snapshot.read_time, PeekFilter::Keys(keys.to_vec()))
             .await?;
-        if let Some(pending) = overlay.tables.get(&table) {
+        if let Some(pending) = snapshot.overlay.tables.get(&table) {
             rows.extend(pending.iter().cloned());
             rows = consolidate(rows);
         }
@@ -232,18 +258,19 @@ impl Coordinator {
             .collect())
     }
 
-    pub(crate) async fn update(
+    async fn update(
         &self,
         session: &mut Session,
-        update: Update,
+        update: &Update,
+        attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &update.table)?;
-        let assigned = assigned_positions(&update, &codecs, &table.name)?;
-        let sequencer = self.lock_for_autocommit(session).await;
-        let (hold, overlay) = self.write_snapshot(session);
-        let context = self.query_context_at(session, hold, &overlay);
+        let assigned = assigned_positions(update, &codecs, &table.name)?;
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let context =
+            self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
         let plan = update.plan(&context.plan_context(), &table.name).await?;
-        let (read_time, batch) = read_for_write(context, plan).await?;
+        let batch = read_for_write(&context, plan).await?;
         let width = codecs.schema.fields().len();
         let old = batch
             .project(&(0..width).collect::<Vec<_>>())
@@ -266,7 +293,7 @@ impl Coordinator {
             .encode(&new)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         if codecs.key.is_some() {
-            self.check_changed_keys(&overlay, &codecs, &table, &old, &new, read_time)
+            self.check_changed_keys(&snapshot, &codecs, &table, &old, &new)
                 .await?;
         }
         let count = old_rows.len();
@@ -275,7 +302,8 @@ impl Coordinator {
             .map(|r| (r, -1))
             .chain(new_rows.into_iter().map(|r| (r, 1)))
             .collect();
-        self.apply_writes(session, table.id, writes, read_time, sequencer)
+        drop(context);
+        self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(ExecuteResponse::command(format!("UPDATE {count}")))
     }
@@ -283,12 +311,11 @@ impl Coordinator {
     /// An UPDATE that changes primary keys must not collide with other rows or itself.
     async fn check_changed_keys(
         &self,
-        overlay: &PendingWrites,
+        snapshot: &WriteSnapshot,
         codecs: &TableCodecs,
         table: &Item,
         old: &RecordBatch,
         new: &RecordBatch,
-        read_time: Timestamp,
     ) -> Result<(), CoordError> {
         let old_keys = codecs.keys_of(old)?;
         let new_keys = codecs.keys_of(new)?;
@@ -297,7 +324,7 @@ impl Coordinator {
         }
         let vacated: HashSet<&Row> = old_keys.iter().collect();
         let existing = self
-            .existing_keys(overlay, codecs, table.id, &new_keys, read_time)
+            .existing_keys(snapshot, codecs, table.id, &new_keys)
             .await?;
         let mut seen = HashSet::new();
         for (i, key) in new_keys.iter().enumerate() {
@@ -312,38 +339,48 @@ impl Coordinator {
         Ok(())
     }
 
-    pub(crate) async fn delete(
+    async fn delete(
         &self,
         session: &mut Session,
-        delete: Delete,
+        delete: &Delete,
+        attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &delete.table)?;
-        let sequencer = self.lock_for_autocommit(session).await;
-        let (hold, overlay) = self.write_snapshot(session);
-        let context = self.query_context_at(session, hold, &overlay);
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let context =
+            self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
         let plan = delete.plan(&context.plan_context(), &table.name).await?;
-        let (read_time, batch) = read_for_write(context, plan).await?;
+        let batch = read_for_write(&context, plan).await?;
         let rows = codecs
             .rows
             .encode(&batch)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let count = rows.len();
         let writes = rows.into_iter().map(|r| (r, -1)).collect();
-        self.apply_writes(session, table.id, writes, read_time, sequencer)
+        drop(context);
+        self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(ExecuteResponse::command(format!("DELETE {count}")))
     }
 }
 
-/// Runs the SELECT that finds the rows a write changes; returns the time it read at.
+/// Runs the SELECT that finds the rows a write changes.
 async fn read_for_write(
-    context: QueryContext,
+    context: &QueryContext,
     plan: LogicalPlan,
-) -> Result<(Timestamp, RecordBatch), CoordError> {
+) -> Result<RecordBatch, CoordError> {
     let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
-    let batch =
-        concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
-    Ok((context.hold.time(), batch))
+    concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))
+}
+
+/// How often a write runs reading without the sequencer before it runs holding it.
+const OPTIMISTIC_ATTEMPTS: u32 = 3;
+
+/// A statement that writes a table.
+pub(crate) enum WriteStatement<'a> {
+    Insert(&'a Insert),
+    Update(&'a Update),
+    Delete(&'a Delete),
 }
 
 /// The positions of the columns an UPDATE assigns, in order.

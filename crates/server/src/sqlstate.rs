@@ -18,7 +18,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::InTransactionBlock(_) => "25001",
         CoordError::NoTransaction(_) => "25P01",
         CoordError::NoSchemaSelected => "3F000",
-        CoordError::SerializationFailure(_) => "40001",
+        CoordError::SerializationFailure(_) | CoordError::WriteConflict { .. } => "40001",
         CoordError::InvalidSourceOption(_) => "22023",
         CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
@@ -60,6 +60,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::StringTooLong(_) => "22001",
         SqlError::DateTimeOutOfRange(_) => "22008",
         SqlError::TypeMismatch(_) => "42804",
+        SqlError::InconsistentParameterType { .. } => "42P08",
         SqlError::GroupingError(_) => "42803",
         SqlError::CardinalityViolation(_) => "21000",
         SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
@@ -78,6 +79,9 @@ pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
             info.hint = Some("Use DROP ... CASCADE to drop the dependent objects too.".into());
         }
         CoordError::WrongObjectType { hint, .. } => info.hint = hint.clone(),
+        CoordError::Sql(SqlError::InconsistentParameterType { detail, .. }) => {
+            info.detail = Some(detail.clone())
+        }
         _ => {}
     }
     info

@@ -11,6 +11,7 @@
 //! DataFusion would mis-decorrelate, and last for whatever DataFusion left. Catalog queries
 //! are the typical case: small inputs, where a per-row evaluation costs microseconds.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -45,10 +46,39 @@ enum ApplyScope {
 /// DataFusion alone.
 const MAX_NESTING: usize = 4;
 
-/// `state` with the two rules of this module around its optimizer rules, so that its
-/// correlated subqueries are evaluated per row where DataFusion cannot decorrelate them.
-pub fn with_correlated_subqueries(state: SessionState) -> SessionState {
-    with_rules(state, MAX_NESTING)
+/// The state to run `plan` once in: if `plan` has a subquery, `state` with the two rules of
+/// this module around its optimizer rules, so that its correlated subqueries are evaluated per
+/// row where DataFusion cannot decorrelate them; otherwise `state` itself (building a state
+/// with other rules costs more than planning a point query).
+pub fn state_for<'a>(state: &'a SessionState, plan: &LogicalPlan) -> Cow<'a, SessionState> {
+    if has_subquery(plan) {
+        Cow::Owned(with_rules(state.clone(), MAX_NESTING))
+    } else {
+        Cow::Borrowed(state)
+    }
+}
+
+/// Whether `plan` has a subquery: as an expression or as a node (a lateral input).
+fn has_subquery(plan: &LogicalPlan) -> bool {
+    let mut found = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        found = matches!(node, LogicalPlan::Subquery(_))
+            || node.expressions().iter().any(|expr| {
+                expr.exists(|e| {
+                    Ok(matches!(
+                        e,
+                        Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
+                    ))
+                })
+                .unwrap_or(true)
+            });
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
 }
 
 fn with_rules(state: SessionState, nesting: usize) -> SessionState {

@@ -56,6 +56,14 @@ pub enum SqlError {
     /// Types that do not fit together.
     #[error("{0}")]
     TypeMismatch(String),
+    /// A `$n` parameter used where two different types are expected.
+    #[error("inconsistent types deduced for parameter {parameter}")]
+    InconsistentParameterType {
+        /// The parameter (`$1`).
+        parameter: String,
+        /// The two types, as PostgreSQL names them ("bigint versus text").
+        detail: String,
+    },
     /// A valid request that Fluxion does not support (yet).
     #[error("{0}")]
     Unsupported(String),

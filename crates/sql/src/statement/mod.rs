@@ -27,7 +27,7 @@ pub use ddl::{
     column_defaults, Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateView,
     Drop, ObjectKind, TableDefinition,
 };
-pub use query::{ParameterTypes, Query};
+pub use query::{parameter_types, ParameterTypes, Query};
 pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
 pub use sources::{CreateSource, CreateTableFromSource};

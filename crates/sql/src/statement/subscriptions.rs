@@ -58,6 +58,7 @@ impl AsOf {
                 statement,
             )))
             .await?;
+        let state = crate::correlated_subqueries::state_for(state, &logical);
         let physical = state.create_physical_plan(&logical).await?;
         let batches = datafusion::physical_plan::collect(physical, state.task_ctx()).await?;
         let value = batches

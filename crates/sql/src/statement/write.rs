@@ -17,7 +17,7 @@ use datafusion::sql::sqlparser::ast::{
     self, AssignmentTarget, FromTable, OnConflictAction, OnInsert, TableFactor, TableObject,
 };
 
-use super::query::ParameterTypes;
+use super::query::{parameter_types, ParameterTypes};
 use crate::names::{column_name, object_ref, sql_ident, ObjectRef};
 use crate::planner::PlanContext;
 use crate::rewrite::checks::normalize_insert;
@@ -130,7 +130,7 @@ impl Insert {
         let plan = ctx
             .plan(ast::Statement::Insert(insert), Target::Read)
             .await?;
-        Ok(plan.get_parameter_fields()?)
+        parameter_types(&plan)
     }
 
     pub(crate) fn ast_mut(&mut self) -> &mut ast::Insert {

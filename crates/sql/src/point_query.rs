@@ -1,0 +1,202 @@
+//! Point queries: a SELECT of one relation whose WHERE clause pins the whole key of one of its
+//! arrangements (`SELECT price FROM items WHERE id = 7`, and the reads behind `UPDATE … WHERE
+//! id = 7` and `DELETE … WHERE id = 7`), run without DataFusion's optimizer and physical
+//! planner.
+//!
+//! Such a query reads the rows of one key, filters them and computes its select list: planning
+//! it the general way costs a hundred times more than running it. Here the plan is analyzed
+//! (type coercion and Fluxion's own analyzer rules, exactly as for any query), its shape
+//! matched (a projection of a filter of one scan, with no subquery, aggregate or window
+//! anywhere), and its expressions simplified (as the optimizer would: some functions exist
+//! only as rewrites) and turned into DataFusion physical expressions evaluated over the
+//! looked-up rows: the same expressions, with the same semantics, the general path would run.
+//! Any other plan, or one whose analysis fails, is left to the general path.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{AsArray, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::compute::{concat_batches, filter_record_batch};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::common::DFSchema;
+use datafusion::datasource::source_as_provider;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr, LogicalPlan, Projection};
+use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
+use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+
+use crate::catalog::{as_relation, KeyLookup, SnapshotContext};
+
+/// A query that reads the rows of one key of one relation, ready to run.
+#[derive(Debug)]
+pub struct PointQuery {
+    /// The relation read (a [`crate::catalog::RelationTable`]).
+    relation: Arc<dyn TableProvider>,
+    lookup: KeyLookup,
+    predicate: Arc<dyn PhysicalExpr>,
+    select_list: Vec<Arc<dyn PhysicalExpr>>,
+    schema: SchemaRef,
+}
+
+impl PointQuery {
+    /// `plan` as a point query, if it is one (`None`: plan and run it the general way).
+    pub fn from_plan(state: &SessionState, plan: &LogicalPlan) -> Option<PointQuery> {
+        if !matches!(plan, LogicalPlan::Projection(_)) {
+            return None;
+        }
+        let analyzed = state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .ok()?;
+        let LogicalPlan::Projection(Projection {
+            expr: select_list,
+            input,
+            schema: output,
+            ..
+        }) = &analyzed
+        else {
+            return None;
+        };
+        let LogicalPlan::Filter(filter) = input.as_ref() else {
+            return None;
+        };
+        let relation = scanned_relation(&filter.input)?;
+        let lookup =
+            as_relation(relation.as_ref())?.lookup_for(std::slice::from_ref(&filter.predicate))?;
+        if !select_list
+            .iter()
+            .chain(std::iter::once(&filter.predicate))
+            .all(is_row_expression)
+        {
+            return None;
+        }
+        let input_schema = filter.input.schema();
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(input_schema.clone())
+                .with_config_options(state.config_options().clone())
+                .with_query_execution_start_time(state.execution_props().query_execution_start_time)
+                .build(),
+        );
+        let physical = |expr: &Expr| {
+            create_physical_expr(
+                &simplifier.simplify(expr.clone()).ok()?,
+                input_schema,
+                state.execution_props(),
+                &PhysicalPlanningContext::default(),
+            )
+            .ok()
+        };
+        let predicate = physical(&filter.predicate)?;
+        let select_list = select_list
+            .iter()
+            .map(physical)
+            .collect::<Option<Vec<_>>>()?;
+        let schema = result_schema(&select_list, input_schema, output)?;
+        Some(PointQuery {
+            relation,
+            lookup,
+            predicate,
+            select_list,
+            schema,
+        })
+    }
+
+    /// Reads the key's rows through the query's snapshot and computes the result: its schema
+    /// and rows.
+    pub async fn execute(&self, state: &SessionState) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        let relation = as_relation(self.relation.as_ref())
+            .ok_or_else(|| DataFusionError::Internal("a point query lost its relation".into()))?;
+        let reader = state
+            .config()
+            .get_extension::<SnapshotContext>()
+            .ok_or_else(|| {
+                DataFusionError::Plan(format!(
+                    "relation \"{}\" cannot be read here",
+                    relation.name
+                ))
+            })?;
+        let rows = reader.0.read(relation, Some(self.lookup.clone())).await?;
+        let rows = concat_batches(&self.relation.schema(), &rows)?;
+        let matches = self
+            .predicate
+            .evaluate(&rows)?
+            .into_array(rows.num_rows())?;
+        let rows = filter_record_batch(&rows, matches.as_boolean())?;
+        let columns = self
+            .select_list
+            .iter()
+            .map(|expr| expr.evaluate(&rows)?.into_array(rows.num_rows()))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows.num_rows()));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        Ok((self.schema.clone(), vec![batch]))
+    }
+}
+
+/// The relation a plan scans whole, unfiltered, possibly under an alias.
+fn scanned_relation(plan: &LogicalPlan) -> Option<Arc<dyn TableProvider>> {
+    match plan {
+        LogicalPlan::SubqueryAlias(alias) => scanned_relation(&alias.input),
+        LogicalPlan::TableScan(scan)
+            if scan.projection.is_none() && scan.filters.is_empty() && scan.fetch.is_none() =>
+        {
+            let provider = source_as_provider(&scan.source).ok()?;
+            as_relation(provider.as_ref())?;
+            Some(provider)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `expr` is computed from one row alone: no subquery, aggregate, window, unnest,
+/// lambda or unbound parameter anywhere in it.
+fn is_row_expression(expr: &Expr) -> bool {
+    !expr
+        .exists(|e| {
+            Ok(matches!(
+                e,
+                Expr::ScalarSubquery(_)
+                    | Expr::Exists(_)
+                    | Expr::InSubquery(_)
+                    | Expr::SetComparison(_)
+                    | Expr::OuterReferenceColumn(..)
+                    | Expr::Placeholder(_)
+                    | Expr::AggregateFunction(_)
+                    | Expr::WindowFunction(_)
+                    | Expr::GroupingSet(_)
+                    | Expr::Unnest(_)
+                    | Expr::HigherOrderFunction(_)
+                    | Expr::Lambda(_)
+                    | Expr::LambdaVariable(_)
+            ))
+        })
+        .unwrap_or(true)
+}
+
+/// The result's schema as the general path's projection would make it: each column the
+/// type (and metadata) its expression returns, named as the plan names it. `None` if a type
+/// differs from the one the plan expects.
+fn result_schema(
+    select_list: &[Arc<dyn PhysicalExpr>],
+    input: &DFSchema,
+    output: &DFSchema,
+) -> Option<SchemaRef> {
+    let input = input.as_arrow();
+    let fields = select_list
+        .iter()
+        .zip(output.fields())
+        .map(|(expr, planned)| {
+            let field = expr.return_field(input).ok()?;
+            (field.data_type() == planned.data_type())
+                .then(|| Field::clone(&field).with_name(planned.name()))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Arc::new(Schema::new_with_metadata(
+        fields,
+        output.as_arrow().metadata().clone(),
+    )))
+}
