@@ -35,6 +35,18 @@ async fn create_accounts(server: &TestServer, view: &str) -> tokio_postgres::Cli
     setup
 }
 
+/// Asserts that `accounts` holds exactly the `expected` balances, by id.
+async fn assert_balances(client: &tokio_postgres::Client, expected: &BTreeMap<i64, i64>) {
+    let expected_rows: Vec<String> = expected
+        .iter()
+        .map(|(id, balance)| format!("{id}|{balance}"))
+        .collect();
+    assert_eq!(
+        rows(client, "SELECT id, balance FROM accounts ORDER BY id").await,
+        expected_rows
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_read_modify_writes_lose_and_double_nothing() {
     let server = TestServer::start();
@@ -72,14 +84,7 @@ async fn concurrent_read_modify_writes_lose_and_double_nothing() {
             *expected.get_mut(&account(client, step)).unwrap() += 1;
         }
     }
-    let expected_rows: Vec<String> = expected
-        .iter()
-        .map(|(id, balance)| format!("{id}|{balance}"))
-        .collect();
-    assert_eq!(
-        rows(&setup, "SELECT id, balance FROM accounts ORDER BY id").await,
-        expected_rows
-    );
+    assert_balances(&setup, &expected).await;
     let total: i64 = expected.values().sum();
     assert_eq!(
         rows(&setup, "SELECT accounts, balance FROM totals").await,
@@ -205,12 +210,5 @@ async fn concurrent_writes_of_every_read_shape_stay_serializable() {
             }
         }
     }
-    let expected_rows: Vec<String> = expected
-        .iter()
-        .map(|(id, balance)| format!("{id}|{balance}"))
-        .collect();
-    assert_eq!(
-        rows(&setup, "SELECT id, balance FROM accounts ORDER BY id").await,
-        expected_rows
-    );
+    assert_balances(&setup, &expected).await;
 }
