@@ -149,17 +149,34 @@ async fn malformed_records_are_kept_and_every_good_one_reaches_the_view() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_followed_file_killed_mid_stream_resumes_without_loss_or_repeats() {
+    follow_a_file_through_kills(&[], 1).await;
+}
+
+/// The batches of a stream commit in its log, with their positions and bad records, and
+/// checkpoints record how far: killed between checkpoints, again and again, the source
+/// resumes after its last batch, and each bad record is in `source_errors` and the error
+/// table once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_file_killed_between_checkpoints_keeps_each_batch_once() {
+    follow_a_file_through_kills(&["--checkpoint-after-rows", "20"], 3).await;
+}
+
+/// Follows a file that grows while the server, started with `args`, is killed `kills`
+/// times; checks the view and the bad records at the end.
+async fn follow_a_file_through_kills(args: &[&str], kills: usize) {
     const LINES: u64 = 30_000;
     let files = tempfile::tempdir().expect("a temporary directory");
     let data = tempfile::tempdir().expect("a temporary directory");
     let first = files.path().join("part-1.jsonl");
     append_lines(&first, 1..=5_000);
-    let mut server = TestServer::start_in(data.path());
+    let mut server = TestServer::start_with_args(data.path(), args);
     let client = server.connect().await;
     client
         .batch_execute(&format!(
-            "CREATE SOURCE events (id bigint NOT NULL, v bigint)
-               WITH (connector = 'file', path = '{}', follow = 'true');
+            "CREATE TABLE bad_events (source text NOT NULL, position text, raw text, \
+               error text NOT NULL, received_at timestamptz NOT NULL);
+             CREATE SOURCE events (id bigint NOT NULL, v bigint)
+               WITH (connector = 'file', path = '{}', follow = 'true', error_table = 'bad_events');
              CREATE MATERIALIZED VIEW totals AS
                SELECT count(*) AS n, count(DISTINCT id) AS ids, sum(id) AS id_sum, sum(v) AS v_sum
                FROM events;",
@@ -183,15 +200,22 @@ async fn a_followed_file_killed_mid_stream_resumes_without_loss_or_repeats() {
             std::thread::sleep(Duration::from_millis(40));
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while totals(&client).await.0 < 4_000 {
-        assert!(Instant::now() < deadline, "the source did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut client = client;
+    for kill in 0..kills {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let reached = 4_000 * (kill as u64 + 1);
+        while totals(&client).await.0 < reached {
+            assert!(
+                Instant::now() < deadline,
+                "the source did not reach {reached} rows"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The writer keeps appending while the server is down.
+        server.kill();
+        server = TestServer::start_with_args(data.path(), args);
+        client = server.connect().await;
     }
-    // The writer keeps appending while the server is down.
-    server.kill();
-    let server = TestServer::start_in(data.path());
-    let client = server.connect().await;
     writer.join().expect("the writer");
     let (expected_count, _, _, _) = expected_totals(LINES);
     wait_for(
@@ -202,15 +226,18 @@ async fn a_followed_file_killed_mid_stream_resumes_without_loss_or_repeats() {
     )
     .await;
     assert_eq!(totals(&client).await, expected_totals(LINES));
-    assert_eq!(
-        row(
-            &client,
-            "SELECT count(*) FROM fluxion_catalog.source_errors WHERE source = 'events'"
-        )
-        .await,
-        [Some((LINES / 10).to_string())],
-        "each bad line kept once across the restart"
-    );
+    for errors in [
+        "SELECT count(DISTINCT position), count(*) FROM fluxion_catalog.source_errors \
+         WHERE source = 'events'",
+        "SELECT count(DISTINCT position), count(*) FROM bad_events",
+    ] {
+        let bad = (LINES / 10).to_string();
+        assert_eq!(
+            row(&client, errors).await,
+            [Some(bad.clone()), Some(bad)],
+            "each bad line kept once across the restarts: {errors}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,9 @@
 //! grouped by category name, then performs `--updates` single-row UPDATEs one after the
 //! other. For each, it measures the time from sending the UPDATE until a SELECT on the view
 //! returns the group with the change applied (commit, durable log, dataflow, read). Finally,
-//! several clients update concurrently for a while to measure sustained updates/s.
+//! several clients update concurrently for a while to measure sustained updates/s. With
+//! `--source-events-per-second`, a `nexmark` source ingests bids at that rate throughout (and
+//! a view counts them), so the table writes share the commit path with a busy source.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -32,6 +34,10 @@ struct Args {
     /// Dataflow worker threads of the server.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Events per second of a `nexmark` Bid source running during the measurements (0: no
+    /// source).
+    #[arg(long, default_value_t = 0)]
+    source_events_per_second: u64,
 }
 
 const CATEGORIES: i64 = 1_000;
@@ -88,6 +94,21 @@ async fn main() -> Result<(), String> {
 
     if let Some(mib) = server.resident_mib() {
         println!("server resident memory with the table and the view: {mib:.0} MiB");
+    }
+    if args.source_events_per_second > 0 {
+        client
+            .batch_execute(&format!(
+                "CREATE SOURCE background WITH (connector = 'nexmark', \
+                   nexmark.table.type = 'Bid', nexmark.event.rate = '{}');
+                 CREATE MATERIALIZED VIEW background_count AS SELECT count(*) FROM background;",
+                args.source_events_per_second
+            ))
+            .await
+            .map_err(sql)?;
+        println!(
+            "a nexmark source ingests {} events/s meanwhile",
+            args.source_events_per_second
+        );
     }
     let update = client
         .prepare("UPDATE items SET price = price + 1 WHERE id = $1")
@@ -160,5 +181,13 @@ async fn main() -> Result<(), String> {
         args.clients,
         args.throughput_seconds
     );
+    if args.source_events_per_second > 0 {
+        let counted: i64 = client
+            .query_one("SELECT count FROM background_count", &[])
+            .await
+            .map_err(sql)?
+            .get(0);
+        println!("the source's view counted {counted} bids");
+    }
     Ok(())
 }

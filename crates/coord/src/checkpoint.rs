@@ -59,7 +59,7 @@ impl Coordinator {
                 self.rows_since_checkpoint.load(Ordering::Relaxed),
                 tables,
                 self.sources.positions(),
-                self.streams.ends(),
+                self.streams.visible_ends(),
             )
         };
         let time = hold.time();

@@ -38,7 +38,13 @@ impl Coordinator {
             return (WriteAccess::Block, hold, snapshot);
         }
         let sequencer = match attempt {
-            WriteAttempt::Sequenced => Some(self.sequencer.clone().lock_owned().await),
+            WriteAttempt::Sequenced => {
+                let sequencer = self.sequencer.clone().lock_owned().await;
+                // What it reads may include views and sources, which only see a commit once
+                // it is visible: it waits for every commit ordered before it.
+                self.in_flight.drain().await;
+                Some(sequencer)
+            }
             WriteAttempt::Optimistic => None,
         };
         let in_flight = self
@@ -213,48 +219,57 @@ impl Coordinator {
         }
     }
 
-    /// Makes `commit` durable and visible at a new timestamp. The caller holds the
-    /// sequencer throughout. Once ordered, the commit finishes on a task of its own: a
-    /// caller that goes away (a webhook request whose client hung up) cannot leave it in
-    /// flight for ever, holding up every commit ordered after it.
+    /// Makes `commit` durable and visible at a new timestamp. `sequencer` is held until
+    /// the commit is ordered; then later commits may be ordered while it waits for the disk.
+    /// The commit finishes on a task of its own: a caller that goes away (a webhook request
+    /// whose client hung up) cannot leave it in flight for ever, holding up every commit
+    /// ordered after it.
     pub(crate) async fn commit_changes(
         &self,
         commit: CommitBatch,
+        sequencer: OwnedMutexGuard<()>,
     ) -> Result<Timestamp, CoordError> {
         let this = self.arc()?;
-        let staged = self.stage_commit(commit, Vec::new()).await?;
-        tokio::spawn(async move { this.finish_commit(staged).await })
-            .await
-            .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
+        tokio::spawn(async move {
+            let staged = this.stage_commit(commit, Vec::new()).await;
+            drop(sequencer);
+            this.finish_commit(staged?).await
+        })
+        .await
+        .map_err(|e| CoordError::Internal(format!("commit task failed: {e}")))?
     }
 
-    /// Orders `commit` at a new timestamp: streamed rows are appended to their stream logs,
-    /// then one WAL record holding the arranged changes, the sources' positions and the
-    /// streams' new lengths (the commit point of all of it) is queued for the log. `overlay`
-    /// is the commit's table changes as later writers read them until it is visible. The
-    /// caller holds the sequencer. Nothing is awaited between queueing the record and
-    /// registering the commit, so a caller that goes away cannot leave one without the other.
+    /// Orders `commit` at a new timestamp and queues it for the disk: a source batch of a
+    /// stream as one frame of the stream's log (its rows, its position, its bad records),
+    /// anything else as one WAL record (the arranged changes and the sources' positions).
+    /// Either is the commit point of all of it. `overlay` is the commit's table changes as
+    /// later writers read them until it is visible. The caller holds the sequencer. Nothing
+    /// is awaited between queueing the record and registering the commit, so a caller that
+    /// goes away cannot leave one without the other.
     async fn stage_commit(
         &self,
         commit: CommitBatch,
         overlay: TableChanges,
     ) -> Result<StagedCommit, CoordError> {
+        if let Some(rows) = &commit.streamed {
+            if commit.stream != Some(rows.id) {
+                return Err(CoordError::Internal(format!(
+                    "rows for stream {} in a commit that is not made in its log",
+                    rows.id
+                )));
+            }
+        }
+        if let Some(stream) = commit.stream.filter(|_| commit.progress.is_empty()) {
+            // A stream's frame commits itself only with the position it was read up to.
+            return Err(CoordError::Internal(format!(
+                "a commit in stream {stream}'s log without a source position"
+            )));
+        }
         let allocation = self.oracle.allocate();
         if let Some(high_water) = allocation.persist_high_water {
             self.durable.advance_timestamp_high_water(high_water)?;
         }
         let time = allocation.time;
-        let stream_ends = self
-            .streams
-            .append(
-                time,
-                commit
-                    .streamed
-                    .iter()
-                    .map(|s| (s.id, s.rows.clone()))
-                    .collect(),
-            )
-            .await?;
         let (changes, arranged): (Vec<_>, Vec<_>) = commit
             .arranged
             .into_iter()
@@ -267,13 +282,13 @@ impl Coordinator {
                 ((change.id, batch), (change.id, change.pairs))
             })
             .unzip();
-        let record = WalRecord {
-            progress: commit.progress,
-            stream_ends: stream_ends.iter().map(|(id, a)| (*id, a.end)).collect(),
+        let logged_rows: usize = changes.iter().map(|(_, c)| c.diffs.len()).sum();
+        let mut record = WalRecord {
+            progress: commit.progress.clone(),
+            stream_ends: Vec::new(),
             time,
             changes,
         };
-        let logged_rows: usize = record.changes.iter().map(|(_, c)| c.diffs.len()).sum();
         {
             let mut last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
             for (id, pairs) in &arranged {
@@ -282,20 +297,45 @@ impl Coordinator {
                 self.recent_writes.record(time, *id, keys);
             }
         }
-        let durable = Box::pin(self.wal.append(record));
+        let (durable, streamed): (DurableCommit, _) = match commit.stream {
+            None => {
+                let logged = self.wal.append(record);
+                (Box::pin(async move { Ok(logged.await?) }), None)
+            }
+            Some(stream) => {
+                let updates = match commit.streamed {
+                    Some(rows) => {
+                        let batch = ChangeBatch {
+                            time,
+                            diffs: vec![1; rows.rows.num_rows()],
+                            rows: rows.rows,
+                        };
+                        record.changes.insert(0, (stream, batch));
+                        rows.updates
+                    }
+                    None => Vec::new(),
+                };
+                let written = self.streams.write(stream, record).await?;
+                let streamed = StreamedCommit {
+                    id: stream,
+                    updates,
+                    end: written.append.end,
+                };
+                (
+                    Box::pin(async move { Ok(written.durable().await?) }),
+                    Some(streamed),
+                )
+            }
+        };
         self.in_flight.register(time, overlay);
         Ok(StagedCommit {
             time,
             durable,
-            stream_ends,
             visible: CommitEffects {
                 arranged,
-                streamed: commit
-                    .streamed
-                    .into_iter()
-                    .map(|s| (s.id, s.updates))
-                    .collect(),
-                // A commit that only appended to streams still grows the log by a record.
+                streamed,
+                progress: commit.progress,
+                // A commit that only appended to a stream still counts as a logged record.
                 logged_rows: logged_rows.max(1) as u64,
             },
         })
@@ -307,13 +347,9 @@ impl Coordinator {
         let StagedCommit {
             time,
             durable,
-            stream_ends,
             visible,
         } = staged;
         let logged = durable.await;
-        if logged.is_err() {
-            self.streams.undo_appends(&stream_ends);
-        }
         let effects = logged.is_ok().then_some(visible);
         self.in_flight.settle(time, effects, |time, effects| {
             self.make_visible(time, effects)
@@ -329,8 +365,15 @@ impl Coordinator {
         for (id, pairs) in effects.arranged {
             self.compute.append(id, time, pairs);
         }
-        for (id, updates) in effects.streamed {
-            self.compute.append_stream(id, time, updates);
+        if let Some(streamed) = effects.streamed {
+            if !streamed.updates.is_empty() {
+                self.compute
+                    .append_stream(streamed.id, time, streamed.updates);
+            }
+            self.streams.mark_visible(streamed.id, streamed.end);
+        }
+        for (source, position) in effects.progress {
+            self.sources.set_position(source, position);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
@@ -435,21 +478,34 @@ pub(crate) enum ReadCheck {
     },
 }
 
-/// A commit ordered and queued for the log, not yet known to be durable.
+/// What resolves once a commit is durable (its WAL record or its stream log frame synced).
+type DurableCommit = Pin<Box<dyn Future<Output = Result<(), CoordError>> + Send>>;
+
+/// A commit ordered and queued for the disk, not yet known to be durable.
 struct StagedCommit {
     time: Timestamp,
-    durable: Pin<Box<dyn Future<Output = Result<(), storage::StorageError>> + Send>>,
-    /// Where its streamed rows went (undone if the log fails).
-    stream_ends: Vec<(GlobalId, storage::LogAppend)>,
+    durable: DurableCommit,
     /// What making it visible takes.
     visible: CommitEffects,
 }
 
-/// What a durable commit changes in compute.
+/// What a durable commit changes: in compute, and the positions and lengths reads and
+/// checkpoints see.
 pub(crate) struct CommitEffects {
     arranged: Vec<(GlobalId, Vec<compute::KeyedUpdate>)>,
-    streamed: Vec<(GlobalId, Vec<(Row, Diff)>)>,
+    streamed: Option<StreamedCommit>,
+    /// Where each source that contributed resumes after the commit.
+    progress: Vec<(GlobalId, String)>,
     logged_rows: u64,
+}
+
+/// A commit made in a stream's log.
+struct StreamedCommit {
+    id: GlobalId,
+    /// The rows it inserted into the stream (none for a batch of bad records only).
+    updates: Vec<(Row, Diff)>,
+    /// The stream log's length through the commit's frame.
+    end: u64,
 }
 
 /// What one commit makes durable and visible at one new timestamp.
@@ -457,8 +513,11 @@ pub(crate) struct CommitEffects {
 pub(crate) struct CommitBatch {
     /// Changes to arranged collections (tables, keyed sources, system relations).
     pub arranged: Vec<ArrangedChange>,
-    /// Rows inserted into streams (append-only sources).
-    pub streamed: Vec<StreamedRows>,
+    /// The stream (an append-only source) whose log this commit is made in, instead of the
+    /// WAL: a batch of that source.
+    pub stream: Option<GlobalId>,
+    /// Rows inserted into that stream.
+    pub streamed: Option<StreamedRows>,
     /// Where each source that contributed resumes after this commit.
     pub progress: Vec<(GlobalId, String)>,
 }
@@ -466,7 +525,7 @@ pub(crate) struct CommitBatch {
 impl CommitBatch {
     /// Whether there is nothing to commit.
     pub fn is_empty(&self) -> bool {
-        self.arranged.is_empty() && self.streamed.is_empty() && self.progress.is_empty()
+        self.arranged.is_empty() && self.streamed.is_none() && self.progress.is_empty()
     }
 }
 
@@ -481,7 +540,7 @@ pub(crate) struct ArrangedChange {
     pub pairs: Vec<compute::KeyedUpdate>,
 }
 
-/// Rows inserted into a stream: appended to its stream log, fed to the dataflows reading it.
+/// Rows inserted into a stream: written to its stream log, fed to the dataflows reading it.
 pub(crate) struct StreamedRows {
     pub id: GlobalId,
     /// The rows, for the stream log.

@@ -4,10 +4,10 @@
 //! then views, materialized views and indexes are planned from their stored SQL in creation
 //! order (an item only depends on items created before it), and their dataflows catch up
 //! from the tables' arrangements, and are fed the history of the streams they read from the
-//! stream logs (each cut back to the length the log committed last). Sources are installed
-//! with the tables; once every dataflow has caught up, each source's connector resumes after
-//! the last position the log holds for it. Reads are admitted once every dataflow has caught
-//! up.
+//! stream logs (each keeping what the WAL committed and the batches committed in the log
+//! itself since). Sources are installed with the tables; once every dataflow has caught up,
+//! each source's connector resumes after the last position the WAL or its stream log holds
+//! for it. Reads are admitted once every dataflow has caught up.
 
 use std::time::Instant;
 
@@ -20,7 +20,8 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 
 impl Coordinator {
-    /// Rebuilds all items and replays `records`, the last of which is at `floor`.
+    /// Rebuilds all items and replays `records`, the last of which is at `floor`, and the
+    /// source batches committed in stream logs after them.
     pub(crate) async fn recover(
         &self,
         records: Vec<WalRecord>,
@@ -75,7 +76,14 @@ impl Coordinator {
             )?;
             sources.push((item.id, create));
         }
-        let replayed = self.replay(&records)?;
+        // Source batches of streams commit in their stream logs, not in the WAL: what they
+        // changed besides the stream (bad records) is replayed with the WAL's records, and
+        // their positions are the latest.
+        let stream_commits = self.streams.take_recovered_commits();
+        let floor = stream_commits
+            .last()
+            .map_or(floor, |commit| commit.time.max(floor));
+        let replayed = self.replay(&records)? + self.replay(&stream_commits)?;
         self.compute.advance_inputs(floor + 1);
         self.oracle.mark_committed(floor);
         let mut dataflows: Vec<GlobalId> = Vec::new();
@@ -134,7 +142,7 @@ impl Coordinator {
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);
         let mut positions = std::collections::HashMap::new();
-        for record in &records {
+        for record in records.iter().chain(&stream_commits) {
             positions.extend(record.progress.iter().cloned());
         }
         for (id, create) in &sources {
@@ -156,7 +164,8 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Feeds logged table writes to compute at their original times; returns the row count.
+    /// Feeds logged table writes to compute at their original times (a stream's own rows
+    /// stay in its log); returns the row count.
     fn replay(&self, records: &[WalRecord]) -> Result<usize, CoordError> {
         let codecs = self
             .table_codecs
@@ -166,7 +175,8 @@ impl Coordinator {
         let mut rows = 0;
         for record in records {
             for (table, change) in &record.changes {
-                let Some(codecs) = codecs.get(table) else {
+                let Some(codecs) = codecs.get(table).filter(|_| !self.streams.contains(*table))
+                else {
                     continue;
                 };
                 let encoded = codecs

@@ -21,5 +21,5 @@ pub use sources::{
     bad_record_rows, fits_error_table, spawn_ingest, SourceCommitter, SourceRegistry, SourceStats,
     SourceWiring, ERROR_TABLE_OPTION,
 };
-pub use streams::{StreamScan, Streams};
+pub use streams::{StreamScan, StreamWrite, Streams};
 pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};

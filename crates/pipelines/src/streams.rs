@@ -2,11 +2,12 @@
 //!
 //! A source without a primary key whose records are plain inserts only ever grows. Arranged
 //! like a table, it would hold its whole history in memory and every checkpoint would rewrite
-//! it. As a stream, its rows go to a change log of its own (durable before the WAL record
-//! that commits them, which stores the log's new length), and compute keeps nothing of it:
-//! each dataflow that reads the stream is fed its history once, when it is built (or rebuilt
-//! after a restart), then every new batch. A `SELECT` from the stream itself reads the log
-//! while the query runs ([`StreamScan`]).
+//! it. As a stream, its batches commit in a change log of its own, each with one fsync and no
+//! WAL record: the frame holds the rows, the source's position after them and its bad
+//! records, and opening the log after a crash keeps every whole frame (see
+//! [`storage::ChangeLog`]). Compute keeps nothing of a stream: each dataflow that reads it is
+//! fed its history once, when it is built (or rebuilt after a restart), then every new batch.
+//! A `SELECT` from the stream itself reads the log while the query runs ([`StreamScan`]).
 //!
 //! The cost moves to where it belongs: memory follows what the views keep, disk follows the
 //! stream's history, and a new view over a long stream reads that history from disk once.
@@ -22,7 +23,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use repr::{GlobalId, Timestamp};
-use storage::{ChangeLog, LogAppend};
+use storage::{ChangeLog, LogAppend, WalRecord};
 
 use crate::error::PipelineError;
 
@@ -34,8 +35,13 @@ const STREAM_LOG_KIND: &str = "stream";
 pub struct Streams {
     dir: PathBuf,
     logs: RwLock<HashMap<GlobalId, Arc<ChangeLog>>>,
-    /// The length of each stream log that the WAL committed last, read at recovery.
-    committed: Mutex<HashMap<GlobalId, u64>>,
+    /// The length of each stream log that the WAL or the checkpoint committed last, read at
+    /// recovery.
+    recovered_ends: Mutex<HashMap<GlobalId, u64>>,
+    /// The commits that the opened logs held after those lengths, not yet taken by recovery.
+    recovered_commits: Mutex<Vec<WalRecord>>,
+    /// Each log's length through its last visible commit: what a checkpoint records.
+    visible_ends: Mutex<HashMap<GlobalId, u64>>,
 }
 
 impl Streams {
@@ -44,30 +50,43 @@ impl Streams {
         Self {
             dir,
             logs: RwLock::new(HashMap::new()),
-            committed: Mutex::new(HashMap::new()),
+            recovered_ends: Mutex::new(HashMap::new()),
+            recovered_commits: Mutex::new(Vec::new()),
+            visible_ends: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Remembers the stream log lengths the recovered WAL records committed last.
-    pub fn set_committed_ends(&self, records: &[storage::WalRecord]) {
-        let mut committed = self.committed.lock().unwrap_or_else(|p| p.into_inner());
+    /// Remembers the stream log lengths the recovered WAL records (and checkpoint) committed
+    /// last.
+    pub fn set_committed_ends(&self, records: &[WalRecord]) {
+        let mut ends = lock(&self.recovered_ends);
         for record in records {
-            committed.extend(record.stream_ends.iter().copied());
+            ends.extend(record.stream_ends.iter().copied());
         }
     }
 
-    /// Opens stream `id`'s log, cut back to the length the WAL committed last (nothing, for a
-    /// new stream; see [`ChangeLog::open`]).
+    /// Opens stream `id`'s log: what the WAL committed, and every batch after it that
+    /// committed itself (see [`ChangeLog::open`]). Those batches are kept for
+    /// [`Streams::take_recovered_commits`].
     pub fn open(&self, id: GlobalId) -> Result<(), PipelineError> {
-        let committed_len = self
-            .committed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id)
-            .unwrap_or(0);
-        let log = ChangeLog::open(&self.dir, STREAM_LOG_KIND, id, committed_len)?;
-        self.write().insert(id, Arc::new(log));
+        let committed_len = lock(&self.recovered_ends).remove(&id).unwrap_or(0);
+        let (log, commits) = ChangeLog::open(&self.dir, STREAM_LOG_KIND, id, committed_len)?;
+        if !commits.is_empty() {
+            tracing::info!(stream = %id, batches = commits.len(), "stream log holds batches committed after the last checkpoint");
+        }
+        lock(&self.recovered_commits).extend(commits);
+        lock(&self.visible_ends).insert(id, log.len_bytes());
+        self.logs_mut().insert(id, Arc::new(log));
         Ok(())
+    }
+
+    /// The batches the opened logs committed after the WAL and the last checkpoint, as log
+    /// records in time order: recovery replays what else they changed (bad records) and
+    /// resumes their sources after their positions.
+    pub fn take_recovered_commits(&self) -> Vec<WalRecord> {
+        let mut commits = std::mem::take(&mut *lock(&self.recovered_commits));
+        commits.sort_by_key(|record| record.time);
+        commits
     }
 
     /// Whether `id` is a stream.
@@ -82,7 +101,8 @@ impl Streams {
 
     /// Forgets stream `id` and deletes its log (it was dropped).
     pub fn remove(&self, id: GlobalId) {
-        if self.write().remove(&id).is_some() {
+        lock(&self.visible_ends).remove(&id);
+        if self.logs_mut().remove(&id).is_some() {
             if let Err(e) = ChangeLog::delete(&self.dir, STREAM_LOG_KIND, id) {
                 tracing::warn!(stream = %id, error = %e, "could not delete a dropped stream's log");
             }
@@ -102,75 +122,72 @@ impl Streams {
         Ok(())
     }
 
-    /// Every stream's log length (what a checkpoint keeps).
-    pub fn ends(&self) -> Vec<(GlobalId, u64)> {
-        self.read()
+    /// Each stream log's length through its last visible commit (what a checkpoint
+    /// records as committed).
+    pub fn visible_ends(&self) -> Vec<(GlobalId, u64)> {
+        lock(&self.visible_ends)
             .iter()
-            .map(|(id, log)| (*id, log.len_bytes()))
+            .map(|(id, end)| (*id, *end))
             .collect()
     }
 
-    /// Appends each of `rows` (a stream and its new rows) to the stream's log at `time`,
-    /// durably; returns where each went. The caller commits them with a WAL record holding
-    /// the ends, or undoes them ([`Streams::undo_appends`]).
-    pub async fn append(
-        &self,
-        time: Timestamp,
-        rows: Vec<(GlobalId, RecordBatch)>,
-    ) -> Result<Vec<(GlobalId, LogAppend)>, PipelineError> {
-        if rows.is_empty() {
-            return Ok(Vec::new());
+    /// Records that the commit that ended stream `id`'s log at `end` is visible.
+    pub fn mark_visible(&self, id: GlobalId, end: u64) {
+        if let Some(visible) = lock(&self.visible_ends).get_mut(&id) {
+            *visible = (*visible).max(end);
         }
-        let work: Vec<_> = rows
-            .into_iter()
-            .map(|(id, rows)| {
-                let log = self
-                    .get(id)
-                    .ok_or_else(|| PipelineError::Internal(format!("stream {id} has no log")))?;
-                let batch = repr::ChangeBatch {
-                    time,
-                    diffs: vec![1; rows.num_rows()],
-                    rows,
-                };
-                Ok((log, batch))
-            })
-            .collect::<Result<_, PipelineError>>()?;
-        let appended = tokio::task::spawn_blocking(move || {
-            let mut done = Vec::with_capacity(work.len());
-            for (log, batch) in work {
-                match log.append(std::slice::from_ref(&batch)) {
-                    Ok(append) => done.push((log.id(), append)),
-                    Err(e) => return Err((done, e)),
-                }
-            }
-            Ok(done)
-        })
-        .await
-        .map_err(|e| PipelineError::Internal(format!("stream append task failed: {e}")))?;
-        appended.map_err(|(done, e)| {
-            self.undo_appends(&done);
-            e.into()
-        })
     }
 
-    /// Cuts back appends whose commit failed.
-    pub fn undo_appends(&self, appends: &[(GlobalId, LogAppend)]) {
-        for (id, append) in appends {
-            if let Some(log) = self.get(*id) {
-                if let Err(e) = log.truncate(append.start) {
-                    tracing::error!(stream = %id, error = %e, "could not undo a failed stream append; it is cut back at the next start");
-                }
-            }
-        }
+    /// Writes `record`, the commit of a batch of stream `id` (its rows, the source's
+    /// position, any bad records), to the stream's log as one frame. It is not durable yet:
+    /// [`StreamWrite::durable`] waits for that. The caller orders writes (it holds the
+    /// coordinator's sequencer).
+    pub async fn write(
+        &self,
+        id: GlobalId,
+        record: WalRecord,
+    ) -> Result<StreamWrite, PipelineError> {
+        let log = self
+            .get(id)
+            .ok_or_else(|| PipelineError::Internal(format!("stream {id} has no log")))?;
+        let writer = log.clone();
+        let append = tokio::task::spawn_blocking(move || writer.write(&record))
+            .await
+            .map_err(|e| PipelineError::Internal(format!("stream write task failed: {e}")))??;
+        Ok(StreamWrite { log, append })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Arc<ChangeLog>>> {
         self.logs.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Arc<ChangeLog>>> {
+    fn logs_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Arc<ChangeLog>>> {
         self.logs.write().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// A stream commit written to its log, not yet durable.
+#[derive(Debug)]
+pub struct StreamWrite {
+    log: Arc<ChangeLog>,
+    /// Where the frame went.
+    pub append: LogAppend,
+}
+
+impl StreamWrite {
+    /// Waits until the frame is durable: the commit point of the batch. Commits waiting at
+    /// once share one fsync.
+    pub async fn durable(self) -> Result<(), PipelineError> {
+        let StreamWrite { log, append } = self;
+        tokio::task::spawn_blocking(move || log.sync_through(append.end))
+            .await
+            .map_err(|e| PipelineError::Internal(format!("stream fsync task failed: {e}")))??;
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A scan of a stream's rows as of one time, read from its log while the query runs (a

@@ -81,8 +81,8 @@ pub enum StorageError {
         reason: String,
     },
     /// A change log does not hold what the WAL committed for it, or holds bytes that are not
-    /// its records: a bug or damage, never a crash artefact (appends are fsynced before the
-    /// WAL commits them, and a torn tail is cut when a log is opened).
+    /// its records: a bug or damage, never a crash artefact (a committed append is fsynced,
+    /// and a torn tail is cut when a log is opened).
     #[error("change log {} is corrupt: {reason}", path.display())]
     CorruptChangeLog {
         /// The log's file.
@@ -102,6 +102,16 @@ pub enum StorageError {
     /// fsync failure is not retryable, so the log refuses every later append; reopen it.
     #[error("the WAL failed to write or fsync and refuses appends: {0}")]
     WalFailed(#[source] Arc<io::Error>),
+    /// A write or fsync of a change log failed. As with the WAL, what was written may or may
+    /// not be durable, so the log refuses every later append until it is reopened.
+    #[error("change log {} failed to write or fsync and refuses appends: {source}", path.display())]
+    ChangeLogFailed {
+        /// The log's file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: Arc<io::Error>,
+    },
     /// Another `Wal` (in this or another process) has the directory open.
     #[error("the WAL in {} is already open", dir.display())]
     WalInUse {

@@ -62,7 +62,7 @@ impl Coordinator {
         batch: SourceBatch,
     ) -> Result<Option<Timestamp>, CoordError> {
         let id = wiring.outputs[0];
-        let _sequencer = self.sequencer.clone().lock_owned().await;
+        let sequencer = self.sequencer.clone().lock_owned().await;
         if wiring.stop.load(Ordering::Acquire) {
             // Stopped (dropped, or restarted with new outputs) while the batch was on its
             // way: the next run reads it again from the last durable position.
@@ -102,6 +102,8 @@ impl Coordinator {
         }
         let mut commit = CommitBatch {
             progress: vec![(id, batch.position.clone())],
+            // A stream's batches, rows or not, commit in its log: its position is there.
+            stream: Some(id).filter(|id| self.streams.contains(*id)),
             ..CommitBatch::default()
         };
         for (output, output_changes) in by_output {
@@ -160,9 +162,9 @@ impl Coordinator {
                 }
             }
         }
-        let time = self.commit_changes(commit).await?;
+        let time = self.commit_changes(commit, sequencer).await?;
         self.sources.update(id, |stats| {
-            stats.record_batch(rows, bytes, errors, batch.position, batch.lag)
+            stats.record_batch(rows, bytes, errors, batch.lag)
         });
         Ok(Some(time))
     }
@@ -189,7 +191,12 @@ impl Coordinator {
             .map(|row| (row, 1))
             .collect();
         if self.streams.contains(table) {
-            commit.streamed.push(StreamedRows {
+            if commit.stream != Some(table) || commit.streamed.is_some() {
+                return Err(CoordError::Internal(format!(
+                    "stream {table} is not the one stream of this source commit"
+                )));
+            }
+            commit.streamed = Some(StreamedRows {
                 id: table,
                 rows,
                 updates,

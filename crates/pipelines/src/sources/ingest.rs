@@ -4,9 +4,9 @@
 //! source whose batches cannot be committed as fast as it reads them waits instead of
 //! buffering without bound (backpressure); the ingest task in turn waits for the dataflows
 //! reading the source (`flow_control`). Each batch is committed like a transaction: one
-//! new timestamp, the rows and the connector's position after them in one log record (an
-//! append-only source's rows go to its stream log first, and the record holds the log's new
-//! length), then the rows go to compute.
+//! new timestamp, the rows and the connector's position after them in one log record (for
+//! an append-only source, a frame of its stream log instead of a WAL record), then the rows
+//! go to compute.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -46,21 +46,13 @@ impl SourceStats {
     }
 
     /// Counts one committed batch, after which the source was `lag` behind its upstream.
-    pub fn record_batch(
-        &mut self,
-        rows: u64,
-        bytes: u64,
-        errors: u64,
-        position: String,
-        lag: Option<u64>,
-    ) {
+    pub fn record_batch(&mut self, rows: u64, bytes: u64, errors: u64, lag: Option<u64>) {
         let shown = &mut self.shown;
         shown.lag = lag.or(shown.lag);
         shown.rows += rows;
         shown.bytes += bytes;
         shown.errors += errors;
         shown.batches += 1;
-        shown.position = Some(position);
         shown.last_batch_at = Some(SystemTime::now());
         self.window_rows += rows;
         let elapsed = self.window_started.elapsed().as_secs_f64();
@@ -164,6 +156,13 @@ impl SourceRegistry {
     /// Webhook source `id`'s decoder and wiring, if it is a running webhook source.
     pub fn webhook(&self, id: GlobalId) -> Option<(Arc<Webhook>, SourceWiring)> {
         self.lock().get(&id)?.webhook.clone()
+    }
+
+    /// Records that source `id`'s batches through `position` are durable and visible.
+    pub fn set_position(&self, id: GlobalId, position: String) {
+        if let Some(entry) = self.lock().get_mut(&id) {
+            entry.stats.shown.position = Some(position);
+        }
     }
 
     /// The position after source `id`'s last durable batch.

@@ -40,9 +40,11 @@ pub struct WalRecord {
     /// text: an event number, file offsets, an LSN). Stored with the data, so a restart
     /// neither loses nor repeats what a source delivered.
     pub progress: Vec<(GlobalId, String)>,
-    /// The durable length of each stream log this record's commit appended to (see
-    /// [`crate::ChangeLog`]): the record is the commit point of those appends, so after a
-    /// crash each stream log is cut back to the last length the log holds for it.
+    /// A length of stream logs known to be committed (see [`crate::ChangeLog`]): in a
+    /// checkpoint, each log's length through its last visible commit. (Records of older
+    /// versions, whose stream appends the WAL committed, hold the log's new length.) After
+    /// a crash a stream log keeps that much, and the whole frames after it that commit
+    /// themselves.
     pub stream_ends: Vec<(GlobalId, u64)>,
 }
 
