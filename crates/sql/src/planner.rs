@@ -15,6 +15,7 @@ use datafusion::sql::sqlparser::ast;
 use crate::rewrite::checks::reject_bag_set_operations;
 use crate::rewrite::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::rewrite::qualify::qualify_relations;
+use crate::rewrite::windows::rewrite_window_functions;
 use crate::session::DATABASE;
 use crate::single_value::SINGLE_VALUE;
 use crate::SqlError;
@@ -42,7 +43,7 @@ impl<'a> PlanContext<'a> {
         target: Target,
     ) -> Result<LogicalPlan, SqlError> {
         reject_bag_set_operations(&statement)?;
-        self.prepare(&mut statement, target);
+        self.prepare(&mut statement, target)?;
         self.plan_prepared(statement).await
     }
 
@@ -57,9 +58,14 @@ impl<'a> PlanContext<'a> {
             .await?)
     }
 
-    /// Qualifies the relations `statement` reads and writes for the search path and rewrites
-    /// its PostgreSQL syntax for `target`.
-    pub(crate) fn prepare(&self, statement: &mut ast::Statement, target: Target) {
+    /// Expands its window table functions, qualifies the relations `statement` reads and
+    /// writes for the search path and rewrites its PostgreSQL syntax for `target`.
+    pub(crate) fn prepare(
+        &self,
+        statement: &mut ast::Statement,
+        target: Target,
+    ) -> Result<(), SqlError> {
+        rewrite_window_functions(statement)?;
         qualify_relations(statement, &|name| self.schema_of(name));
         let aggregates = self.state.aggregate_functions();
         let windows = self.state.window_functions();
@@ -67,6 +73,7 @@ impl<'a> PlanContext<'a> {
             aggregates.contains_key(name) || windows.contains_key(name) || name == SINGLE_VALUE
         };
         rewrite_postgres_syntax(statement, target, &is_aggregate);
+        Ok(())
     }
 
     /// The schema an unqualified relation name means: `pg_catalog` if it has the relation,

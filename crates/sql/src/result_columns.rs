@@ -102,8 +102,11 @@ fn name_select_list(select: &mut Select) {
             SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), fold_ident(alias), true),
             _ => continue,
         };
-        // A `*` may expand to the same names, which DataFusion would refuse.
-        let alias = if used.insert(name.to_lowercase()) && !has_wildcard {
+        // A `*` may expand to the same names, which DataFusion would refuse. (The columns a
+        // window table function adds beside its relation's `*` keep their names: they are
+        // read by name, and a relation that has them already cannot be windowed.)
+        let keeps_name = has_wildcard && is_window_column(&name);
+        let alias = if used.insert(name.to_lowercase()) && (!has_wildcard || keeps_name) {
             if is_column {
                 continue;
             }
@@ -116,6 +119,11 @@ fn name_select_list(select: &mut Select) {
             alias: Ident::with_quote('"', alias),
         };
     }
+}
+
+/// Whether `name` is a column that window table functions add.
+fn is_window_column(name: &str) -> bool {
+    crate::rewrite::windows::WINDOW_COLUMNS.contains(&name)
 }
 
 fn postgres_name(expr: &Expr) -> String {

@@ -1,8 +1,10 @@
 //! Rewrites of the syntax tree before DataFusion plans it, where PostgreSQL's SQL and
 //! DataFusion's differ: names qualified by the search path ([`qualify`]), PostgreSQL syntax
-//! DataFusion does not plan ([`postgres_syntax`]), and checks and reshapes of statements
-//! ([`checks`]).
+//! DataFusion does not plan ([`postgres_syntax`]), checks and reshapes of statements
+//! ([`checks`]), and window table functions, which are relations computed from others
+//! ([`windows`]).
 
 pub(crate) mod checks;
 pub(crate) mod postgres_syntax;
 pub(crate) mod qualify;
+pub(crate) mod windows;

@@ -258,7 +258,7 @@ impl CreateView {
     pub fn prepare(&mut self, ctx: &PlanContext<'_>) -> Result<(), SqlError> {
         let mut statement = ast::Statement::CreateView(self.create.clone());
         crate::rewrite::checks::reject_bag_set_operations(&statement)?;
-        ctx.prepare(&mut statement, Target::View);
+        ctx.prepare(&mut statement, Target::View)?;
         if let ast::Statement::CreateView(create) = statement {
             self.create = create;
         }
