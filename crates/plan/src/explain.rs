@@ -40,6 +40,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 .join(", ");
             writeln!(out, "{pad}Map [{exprs}]")
         }
+        Plan::Unnest { column, .. } => writeln!(out, "{pad}Unnest #{column}"),
         Plan::Join {
             kind,
             left_key,
@@ -100,6 +101,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
     match plan {
         Plan::Get { .. } | Plan::Constant { .. } => {}
         Plan::Map { input, .. }
+        | Plan::Unnest { input, .. }
         | Plan::Reduce { input, .. }
         | Plan::Distinct { input }
         | Plan::TopK { input, .. } => write_plan(input, depth + 1, out),

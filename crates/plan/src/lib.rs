@@ -53,6 +53,19 @@ pub enum Plan {
         /// The output schema.
         schema: SchemaRef,
     },
+    /// UNNEST: each row becomes one row per element of its list column `column`, the other
+    /// columns repeated (no row for an empty list; for a NULL list, one row with a NULL
+    /// element if `keep_null`, none otherwise).
+    Unnest {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The list column, replaced in place by its elements.
+        column: usize,
+        /// Whether a NULL list gives a row (with a NULL element).
+        keep_null: bool,
+        /// The output schema.
+        schema: SchemaRef,
+    },
     /// An equi-join of two collections (keys may be empty: a cross join).
     Join {
         /// The left input.
@@ -195,6 +208,7 @@ impl Plan {
             Plan::Get { schema, .. }
             | Plan::Constant { schema, .. }
             | Plan::Map { schema, .. }
+            | Plan::Unnest { schema, .. }
             | Plan::Join { schema, .. }
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. } => schema,
@@ -216,6 +230,7 @@ impl Plan {
             Plan::Get { id, .. } => ids.push(*id),
             Plan::Constant { .. } => {}
             Plan::Map { input, .. }
+            | Plan::Unnest { input, .. }
             | Plan::Reduce { input, .. }
             | Plan::Distinct { input }
             | Plan::TopK { input, .. } => input.collect_imports(ids),

@@ -11,6 +11,7 @@ mod join;
 mod map_filter;
 mod reduce;
 mod top_k;
+mod unnest;
 
 use std::collections::BTreeMap;
 
@@ -55,9 +56,10 @@ pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
     codec(plan.schema())?;
     match plan {
         Plan::Get { .. } | Plan::Constant { .. } => Ok(()),
-        Plan::Map { input, .. } | Plan::Distinct { input } | Plan::TopK { input, .. } => {
-            validate(input)
-        }
+        Plan::Map { input, .. }
+        | Plan::Unnest { input, .. }
+        | Plan::Distinct { input }
+        | Plan::TopK { input, .. } => validate(input),
         Plan::Reduce { input, .. } => validate(input),
         Plan::Join {
             left,
@@ -108,6 +110,15 @@ impl<'s> RenderContext<'s, '_> {
                     schema,
                     (self.dataflow, self.errors.clone()),
                 )
+            }
+            Plan::Unnest {
+                input,
+                column,
+                keep_null,
+                schema,
+            } => {
+                let collection = self.render(input)?;
+                unnest::render(collection, input.schema(), *column, *keep_null, schema)
             }
             Plan::Join { left, right, .. } => {
                 let left_rows = self.render(left)?;
@@ -167,7 +178,7 @@ impl<'s> RenderContext<'s, '_> {
         match plan {
             Plan::Get { id, .. } => self.streams.contains_key(id),
             Plan::Constant { rows, .. } => rows.iter().all(|(_, diff)| *diff > 0),
-            Plan::Map { input, .. } => self.is_append_only(input),
+            Plan::Map { input, .. } | Plan::Unnest { input, .. } => self.is_append_only(input),
             Plan::Union { inputs, .. } => inputs.iter().all(|input| self.is_append_only(input)),
             Plan::Join {
                 left, right, kind, ..

@@ -19,7 +19,7 @@ use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{Distinct, Expr, LogicalPlan, Projection, TableScan};
+use datafusion::logical_expr::{Distinct, Expr, LogicalPlan, Projection, TableScan, Unnest};
 use repr::RowCodec;
 
 use crate::catalog::as_relation;
@@ -145,10 +145,7 @@ impl Lowerer<'_> {
                 "window functions (OVER)",
                 "not maintained incrementally yet",
             )),
-            LogicalPlan::Unnest(_) => Err(SqlError::not_incremental(
-                "UNNEST",
-                "not maintained incrementally yet",
-            )),
+            LogicalPlan::Unnest(unnest) => self.lower_unnest(unnest),
             LogicalPlan::RecursiveQuery(_) => Err(SqlError::not_incremental(
                 "WITH RECURSIVE",
                 "not maintained incrementally yet",
@@ -160,6 +157,28 @@ impl Lowerer<'_> {
             other => Err(SqlError::not_incremental(
                 format!("{}", other.display()),
                 "it is not a query over relations",
+            )),
+        }
+    }
+
+    /// UNNEST of one list column, one level deep (what a set-returning function in a select
+    /// list, such as `unnest(generate_series(…))`, plans to).
+    fn lower_unnest(&self, unnest: &Unnest) -> Result<Plan, SqlError> {
+        let columns = unnest.input.schema().fields().len();
+        let in_place = unnest.dependency_indices.iter().copied().eq(0..columns);
+        match (
+            unnest.list_type_columns.as_slice(),
+            unnest.struct_type_columns.is_empty(),
+        ) {
+            ([(column, list)], true) if list.depth == 1 && in_place => Ok(Plan::Unnest {
+                input: Box::new(self.lower(&unnest.input)?),
+                column: *column,
+                keep_null: unnest.options.preserve_nulls(),
+                schema: arrow_schema(&unnest.schema),
+            }),
+            _ => Err(SqlError::not_incremental(
+                "this UNNEST",
+                "only one list, one level deep, is unnested incrementally",
             )),
         }
     }
@@ -297,6 +316,17 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
             input,
             predicate,
             projection,
+            schema,
+        },
+        Plan::Unnest {
+            input,
+            column,
+            keep_null,
+            ..
+        } => Plan::Unnest {
+            input,
+            column,
+            keep_null,
             schema,
         },
         Plan::Join {

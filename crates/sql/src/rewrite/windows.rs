@@ -1,9 +1,16 @@
-//! Window table functions. `TUMBLE(relation, time column, size [, offset])` in a `FROM` clause
-//! is the relation with two more columns, `window_start` and `window_end`: the bounds of the
-//! window `[start, start + size)` that each row's time falls in, windows of `size` laid end to
-//! end from the Unix epoch moved by `offset`. It becomes a derived table that computes them
-//! with `date_bin`, so it is planned, and maintained incrementally, like any projection; it is
-//! named after the relation unless it has an alias.
+//! Window table functions, in a `FROM` clause: the relation with two more columns,
+//! `window_start` and `window_end`, the bounds `[start, start + size)` of each window a row's
+//! time falls in. Windows are aligned to the Unix epoch moved by an optional `offset`.
+//!
+//! - `TUMBLE(relation, time column, size [, offset])`: windows of `size` laid end to end, one
+//!   per row.
+//! - `HOP(relation, time column, slide, size [, offset])`: windows of `size` starting every
+//!   `slide`, each row in every window that holds its time (`size / slide` of them when the
+//!   slide divides the size).
+//!
+//! Each becomes a derived table computing the bounds with `date_bin` (and, for `HOP`, an
+//! `unnest` of the window starts), so it is planned, and maintained incrementally, like any
+//! projection; it is named after the relation unless it has an alias.
 
 use std::ops::ControlFlow;
 
@@ -49,7 +56,7 @@ impl VisitorMut for WindowRewriter {
             [ObjectNamePart::Identifier(ident)] => ident.value.to_lowercase(),
             _ => return ControlFlow::Continue(()),
         };
-        if function != "tumble" {
+        if function != "tumble" && function != "hop" {
             return ControlFlow::Continue(());
         }
         let arguments: Vec<&Expr> = args
@@ -60,7 +67,11 @@ impl VisitorMut for WindowRewriter {
                 _ => None,
             })
             .collect();
-        match tumble(&arguments, alias.take()) {
+        let window = match function.as_str() {
+            "tumble" => Window::tumble(&arguments),
+            _ => Window::hop(&arguments),
+        };
+        match window.and_then(|window| window.derived_table(alias.take())) {
             Ok(derived) => {
                 *factor = derived;
                 ControlFlow::Continue(())
@@ -73,55 +84,133 @@ impl VisitorMut for WindowRewriter {
     }
 }
 
-/// `TUMBLE(relation, time column, size [, offset])` as a derived table named `alias` (or
-/// after the relation).
-fn tumble(arguments: &[&Expr], alias: Option<TableAlias>) -> Result<TableFactor, SqlError> {
-    let usage = || {
-        SqlError::UnknownFunction(
-            "TUMBLE takes a relation, a time column, a window size and an optional offset: \
-             TUMBLE(bid, date_time, INTERVAL '10' SECOND)"
-                .into(),
-        )
-    };
-    let (relation, column, size, offset) = match arguments {
-        [relation, column, size] => (relation, column, size, None),
-        [relation, column, size, offset] => (relation, column, size, Some(offset)),
-        _ => return Err(usage()),
-    };
-    let relation = relation_name(relation).ok_or_else(usage)?;
-    let column = match column {
-        Expr::Identifier(ident) => ident.to_string(),
-        _ => return Err(usage()),
-    };
-    let origin = match offset {
+/// A window table function's arguments, as SQL text.
+struct Window {
+    relation: ObjectName,
+    /// The start of the window every row is in (TUMBLE), or the list of the starts of the
+    /// windows each row is in (HOP).
+    starts: String,
+    is_list: bool,
+    size: String,
+}
+
+impl Window {
+    /// `TUMBLE(relation, time column, size [, offset])`.
+    fn tumble(arguments: &[&Expr]) -> Result<Window, SqlError> {
+        let usage = || usage("TUMBLE", "a window size", "INTERVAL '10' SECOND");
+        let (relation, column, size, offset) = match arguments {
+            [relation, column, size] => (relation, column, size, None),
+            [relation, column, size, offset] => (relation, column, size, Some(offset)),
+            _ => return Err(usage()),
+        };
+        let (relation, column) = relation_and_column(relation, column).ok_or_else(usage)?;
+        let origin = origin(offset.copied());
+        Ok(Window {
+            starts: format!("date_bin(({size}), {column}, {origin})"),
+            is_list: false,
+            relation,
+            size: size.to_string(),
+        })
+    }
+
+    /// `HOP(relation, time column, slide, size [, offset])`: the windows holding time `t`
+    /// start on the slide's grid in `(t - size, t]`.
+    fn hop(arguments: &[&Expr]) -> Result<Window, SqlError> {
+        let usage = || {
+            usage(
+                "HOP",
+                "a slide, a window size",
+                "INTERVAL '2' SECOND, INTERVAL '10' SECOND",
+            )
+        };
+        let (relation, column, slide, size, offset) = match arguments {
+            [relation, column, slide, size] => (relation, column, slide, size, None),
+            [relation, column, slide, size, offset] => {
+                (relation, column, slide, size, Some(offset))
+            }
+            _ => return Err(usage()),
+        };
+        let (relation, column) = relation_and_column(relation, column).ok_or_else(usage)?;
+        let origin = origin(offset.copied());
+        let first = format!("date_bin(({slide}), {column} - ({size}), {origin}) + ({slide})");
+        let last = format!("date_bin(({slide}), {column}, {origin})");
+        Ok(Window {
+            starts: format!("generate_series({first}, {last}, ({slide}))"),
+            is_list: true,
+            relation,
+            size: size.to_string(),
+        })
+    }
+
+    /// The derived table the function stands for, named `alias` (or after the relation).
+    fn derived_table(self, alias: Option<TableAlias>) -> Result<TableFactor, SqlError> {
+        let Window {
+            relation,
+            starts,
+            is_list,
+            size,
+        } = self;
+        let sql = if is_list {
+            format!(
+                "SELECT *, window_start + ({size}) AS window_end FROM \
+                 (SELECT *, unnest({starts}) AS window_start FROM {relation}) AS {WINDOWED}"
+            )
+        } else {
+            format!(
+                "SELECT *, {starts} AS window_start, {starts} + ({size}) AS window_end \
+                 FROM {relation}"
+            )
+        };
+        let Some(Statement::Query(subquery)) = crate::parse::parse_sql(&sql)?.pop() else {
+            return Err(SqlError::Internal(format!("a window became {sql}")));
+        };
+        let alias = alias.or_else(|| {
+            relation
+                .0
+                .last()
+                .and_then(ObjectNamePart::as_ident)
+                .map(|name| TableAlias {
+                    explicit: true,
+                    name: name.clone(),
+                    columns: Vec::new(),
+                    at: None,
+                })
+        });
+        Ok(TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias,
+            sample: None,
+        })
+    }
+}
+
+/// The name of the inner derived table of a `HOP`.
+const WINDOWED: &str = "__fluxion_windows";
+
+/// What `function` takes, as the error for a misuse.
+fn usage(function: &str, sizes: &str, example: &str) -> SqlError {
+    SqlError::UnknownFunction(format!(
+        "{function} takes a relation, a time column, {sizes} and an optional offset: \
+         {function}(bid, date_time, {example})"
+    ))
+}
+
+/// The windows' origin: the Unix epoch moved by `offset`.
+fn origin(offset: Option<&Expr>) -> String {
+    match offset {
         Some(offset) => format!("{EPOCH} + ({offset})"),
         None => EPOCH.to_string(),
+    }
+}
+
+/// The relation and the time column two arguments name.
+fn relation_and_column(relation: &Expr, column: &Expr) -> Option<(ObjectName, String)> {
+    let column = match column {
+        Expr::Identifier(ident) => ident.to_string(),
+        _ => return None,
     };
-    let start = format!("date_bin(({size}), {column}, {origin})");
-    let sql = format!(
-        "SELECT *, {start} AS window_start, {start} + ({size}) AS window_end FROM {relation}"
-    );
-    let Some(Statement::Query(subquery)) = crate::parse::parse_sql(&sql)?.pop() else {
-        return Err(SqlError::Internal(format!("TUMBLE became {sql}")));
-    };
-    let alias = alias.or_else(|| {
-        relation
-            .0
-            .last()
-            .and_then(ObjectNamePart::as_ident)
-            .map(|name| TableAlias {
-                explicit: true,
-                name: name.clone(),
-                columns: Vec::new(),
-                at: None,
-            })
-    });
-    Ok(TableFactor::Derived {
-        lateral: false,
-        subquery,
-        alias,
-        sample: None,
-    })
+    Some((relation_name(relation)?, column))
 }
 
 /// The relation an argument names (`bid`, `public.bid`).
@@ -166,6 +255,31 @@ mod tests {
             "{sql}"
         );
         assert!(sql.ends_with("FROM s.bid) AS w"), "{sql}");
+    }
+
+    #[test]
+    fn hop_unnests_the_starts_of_the_windows_holding_each_time() {
+        let sql = rewritten(
+            "SELECT * FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) AS h",
+        )
+        .unwrap();
+        assert!(
+            sql.contains(
+                "unnest(generate_series(date_bin((INTERVAL '2' SECOND), date_time - (INTERVAL '10' SECOND), \
+                 TIMESTAMP '1970-01-01 00:00:00') + (INTERVAL '2' SECOND), date_bin((INTERVAL '2' SECOND), \
+                 date_time, TIMESTAMP '1970-01-01 00:00:00'), (INTERVAL '2' SECOND))) AS window_start"
+            ),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("window_start + (INTERVAL '10' SECOND) AS window_end"),
+            "{sql}"
+        );
+        assert!(sql.ends_with(") AS h"), "{sql}");
+        assert!(matches!(
+            rewritten("SELECT * FROM HOP(bid, date_time, INTERVAL '2' SECOND)"),
+            Err(SqlError::UnknownFunction(_))
+        ));
     }
 
     #[test]
