@@ -7,10 +7,13 @@
 //! - `HOP(relation, time column, slide, size [, offset])`: windows of `size` starting every
 //!   `slide`, each row in every window that holds its time (`size / slide` of them when the
 //!   slide divides the size).
+//! - `CUMULATE(relation, time column, step, max size [, offset])`: windows that start where
+//!   a window of the max size starts and end every `step` up to its end, each row in every
+//!   one that holds its time (a day's running totals, hour by hour).
 //!
-//! Each becomes a derived table computing the bounds with `date_bin` (and, for `HOP`, an
-//! `unnest` of the window starts), so it is planned, and maintained incrementally, like any
-//! projection; it is named after the relation unless it has an alias.
+//! Each becomes a derived table computing the bounds with `date_bin` (and, for `HOP` and
+//! `CUMULATE`, an `unnest` of the windows), so it is planned, and maintained incrementally,
+//! like any projection; it is named after the relation unless it has an alias.
 
 use std::ops::ControlFlow;
 
@@ -56,9 +59,12 @@ impl VisitorMut for WindowRewriter {
             [ObjectNamePart::Identifier(ident)] => ident.value.to_lowercase(),
             _ => return ControlFlow::Continue(()),
         };
-        if function != "tumble" && function != "hop" {
-            return ControlFlow::Continue(());
-        }
+        let constructor = match function.as_str() {
+            "tumble" => Window::tumble,
+            "hop" => Window::hop,
+            "cumulate" => Window::cumulate,
+            _ => return ControlFlow::Continue(()),
+        };
         let arguments: Vec<&Expr> = args
             .args
             .iter()
@@ -67,11 +73,7 @@ impl VisitorMut for WindowRewriter {
                 _ => None,
             })
             .collect();
-        let window = match function.as_str() {
-            "tumble" => Window::tumble(&arguments),
-            _ => Window::hop(&arguments),
-        };
-        match window.and_then(|window| window.derived_table(alias.take())) {
+        match constructor(&arguments).and_then(|window| window.derived_table(alias.take())) {
             Ok(derived) => {
                 *factor = derived;
                 ControlFlow::Continue(())
@@ -84,32 +86,24 @@ impl VisitorMut for WindowRewriter {
     }
 }
 
-/// A window table function's arguments, as SQL text.
+/// A window table function: the relation it windows and the query it stands for.
 struct Window {
     relation: ObjectName,
-    /// The start of the window every row is in (TUMBLE), or the list of the starts of the
-    /// windows each row is in (HOP).
-    starts: String,
-    is_list: bool,
-    size: String,
+    query: String,
 }
 
 impl Window {
     /// `TUMBLE(relation, time column, size [, offset])`.
     fn tumble(arguments: &[&Expr]) -> Result<Window, SqlError> {
         let usage = || usage("TUMBLE", "a window size", "INTERVAL '10' SECOND");
-        let (relation, column, size, offset) = match arguments {
-            [relation, column, size] => (relation, column, size, None),
-            [relation, column, size, offset] => (relation, column, size, Some(offset)),
-            _ => return Err(usage()),
-        };
-        let (relation, column) = relation_and_column(relation, column).ok_or_else(usage)?;
-        let origin = origin(offset.copied());
+        let (relation, column, [size], origin) = split(arguments).ok_or_else(usage)?;
+        let start = format!("date_bin(({size}), {column}, {origin})");
         Ok(Window {
-            starts: format!("date_bin(({size}), {column}, {origin})"),
-            is_list: false,
+            query: format!(
+                "SELECT *, {start} AS window_start, {start} + ({size}) AS window_end \
+                 FROM {relation}"
+            ),
             relation,
-            size: size.to_string(),
         })
     }
 
@@ -123,46 +117,48 @@ impl Window {
                 "INTERVAL '2' SECOND, INTERVAL '10' SECOND",
             )
         };
-        let (relation, column, slide, size, offset) = match arguments {
-            [relation, column, slide, size] => (relation, column, slide, size, None),
-            [relation, column, slide, size, offset] => {
-                (relation, column, slide, size, Some(offset))
-            }
-            _ => return Err(usage()),
-        };
-        let (relation, column) = relation_and_column(relation, column).ok_or_else(usage)?;
-        let origin = origin(offset.copied());
+        let (relation, column, [slide, size], origin) = split(arguments).ok_or_else(usage)?;
         let first = format!("date_bin(({slide}), {column} - ({size}), {origin}) + ({slide})");
         let last = format!("date_bin(({slide}), {column}, {origin})");
         Ok(Window {
-            starts: format!("generate_series({first}, {last}, ({slide}))"),
-            is_list: true,
+            query: format!(
+                "SELECT *, window_start + ({size}) AS window_end FROM \
+                 (SELECT *, unnest(generate_series({first}, {last}, ({slide}))) AS window_start \
+                 FROM {relation}) AS {WINDOWED}"
+            ),
             relation,
-            size: size.to_string(),
+        })
+    }
+
+    /// `CUMULATE(relation, time column, step, max size [, offset])`: windows that all start
+    /// where a window of the max size starts and end every `step` up to its end; time `t` is
+    /// in those ending on the step's grid in `(t, start + max size]`.
+    fn cumulate(arguments: &[&Expr]) -> Result<Window, SqlError> {
+        let usage = || {
+            usage(
+                "CUMULATE",
+                "a step, a maximum window size",
+                "INTERVAL '1' HOUR, INTERVAL '1' DAY",
+            )
+        };
+        let (relation, column, [step, max], origin) = split(arguments).ok_or_else(usage)?;
+        let start = format!("date_bin(({max}), {column}, {origin})");
+        let first_end = format!("date_bin(({step}), {column}, {origin}) + ({step})");
+        Ok(Window {
+            query: format!(
+                "SELECT *, {start} AS window_start, \
+                 unnest(generate_series({first_end}, {start} + ({max}), ({step}))) AS window_end \
+                 FROM {relation}"
+            ),
+            relation,
         })
     }
 
     /// The derived table the function stands for, named `alias` (or after the relation).
     fn derived_table(self, alias: Option<TableAlias>) -> Result<TableFactor, SqlError> {
-        let Window {
-            relation,
-            starts,
-            is_list,
-            size,
-        } = self;
-        let sql = if is_list {
-            format!(
-                "SELECT *, window_start + ({size}) AS window_end FROM \
-                 (SELECT *, unnest({starts}) AS window_start FROM {relation}) AS {WINDOWED}"
-            )
-        } else {
-            format!(
-                "SELECT *, {starts} AS window_start, {starts} + ({size}) AS window_end \
-                 FROM {relation}"
-            )
-        };
-        let Some(Statement::Query(subquery)) = crate::parse::parse_sql(&sql)?.pop() else {
-            return Err(SqlError::Internal(format!("a window became {sql}")));
+        let Window { relation, query } = self;
+        let Some(Statement::Query(subquery)) = crate::parse::parse_sql(&query)?.pop() else {
+            return Err(SqlError::Internal(format!("a window became {query}")));
         };
         let alias = alias.or_else(|| {
             relation
@@ -185,6 +181,30 @@ impl Window {
     }
 }
 
+/// A window function's arguments: the relation, the time column, `N` sizes and the origin
+/// (the Unix epoch, moved by the optional offset after the sizes).
+fn split<const N: usize>(arguments: &[&Expr]) -> Option<(ObjectName, String, [String; N], String)> {
+    let (relation, column, rest) = match arguments {
+        [relation, column, rest @ ..] => (relation, column, rest),
+        _ => return None,
+    };
+    let (sizes, offset) = match rest.len() {
+        n if n == N => (rest, None),
+        n if n == N + 1 => (&rest[..N], Some(rest[N])),
+        _ => return None,
+    };
+    let column = match column {
+        Expr::Identifier(ident) => ident.to_string(),
+        _ => return None,
+    };
+    let origin = match offset {
+        Some(offset) => format!("{EPOCH} + ({offset})"),
+        None => EPOCH.to_string(),
+    };
+    let sizes = std::array::from_fn(|i| sizes[i].to_string());
+    Some((relation_name(relation)?, column, sizes, origin))
+}
+
 /// The name of the inner derived table of a `HOP`.
 const WINDOWED: &str = "__fluxion_windows";
 
@@ -194,23 +214,6 @@ fn usage(function: &str, sizes: &str, example: &str) -> SqlError {
         "{function} takes a relation, a time column, {sizes} and an optional offset: \
          {function}(bid, date_time, {example})"
     ))
-}
-
-/// The windows' origin: the Unix epoch moved by `offset`.
-fn origin(offset: Option<&Expr>) -> String {
-    match offset {
-        Some(offset) => format!("{EPOCH} + ({offset})"),
-        None => EPOCH.to_string(),
-    }
-}
-
-/// The relation and the time column two arguments name.
-fn relation_and_column(relation: &Expr, column: &Expr) -> Option<(ObjectName, String)> {
-    let column = match column {
-        Expr::Identifier(ident) => ident.to_string(),
-        _ => return None,
-    };
-    Some((relation_name(relation)?, column))
 }
 
 /// The relation an argument names (`bid`, `public.bid`).
