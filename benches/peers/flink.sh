@@ -57,8 +57,8 @@
 # UDF; q15/q16 run without Flink's split-distinct rewrite. Not run: q3, q4, q9, q20 (joins
 # between person, auction and bid, whose matches independent datagen tables cannot
 # reproduce), q13 (Fluxion's runner joins an empty side table), q5-q8, q11, q12 (windows:
-# Fluxion runs q7 and q8 since TUMBLE came, not written for Flink here yet), q18, q19 (not
-# supported by Fluxion yet).
+# Fluxion runs q5, q7 and q8 since it has TUMBLE and HOP, not written for Flink here yet),
+# q18, q19 (not supported by Fluxion yet).
 #
 # Prints one line per run, then per query the medians and the ratios Fluxion / Flink of
 # events/s and of events per CPU-second (with --json FILE or JSON=FILE also as JSON: the
