@@ -297,6 +297,7 @@ impl Coordinator {
                 self.recent_writes.record(time, *id, keys);
             }
         }
+        let streamed_rows = commit.streamed.as_ref().map_or(0, |s| s.updates.len());
         let (durable, streamed): (DurableCommit, _) = match commit.stream {
             None => {
                 let logged = self.wal.append(record);
@@ -335,8 +336,9 @@ impl Coordinator {
                 arranged,
                 streamed,
                 progress: commit.progress,
-                // A commit that only appended to a stream still counts as a logged record.
-                logged_rows: logged_rows.max(1) as u64,
+                // A stream's rows count too: a checkpoint records how far each stream log
+                // is committed, which bounds what recovery scans.
+                logged_rows: (logged_rows + streamed_rows).max(1) as u64,
             },
         })
     }

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use repr::{ChangeBatch, GlobalId, Timestamp};
 
 use crate::wal::files::{remove_file, sync_dir};
-use crate::wal::record_codec::{decode_record, encode_record};
+use crate::wal::record_codec::{decode_record, decode_record_without, encode_record};
 use crate::wal::segment::{frame, FrameRead, FrameReader};
 use crate::{StorageError, WalRecord};
 
@@ -106,7 +106,8 @@ impl ChangeLog {
     /// ([`WalRecord::progress`]). It is cut at the first frame after `committed_len` that
     /// does not (an append of an older version whose WAL record never came) or is torn.
     /// Returns the log and the records of the frames kept after `committed_len`, oldest
-    /// first. A file shorter than `committed_len` lost committed data and is an error.
+    /// first, without their batches of this log (only their positions and what they wrote
+    /// elsewhere). A file shorter than `committed_len` lost committed data and is an error.
     pub fn open(
         dir: &Path,
         kind: &str,
@@ -124,11 +125,12 @@ impl ChangeLog {
         let mut committed = Vec::new();
         let mut keep = committed_len;
         while let FrameRead::Frame { offset, payload } = frames.next_frame()? {
-            let record =
-                decode_record(&payload).map_err(|reason| StorageError::CorruptChangeLog {
+            let record = decode_record_without(&payload, Some(id)).map_err(|reason| {
+                StorageError::CorruptChangeLog {
                     path: path.clone(),
                     reason: format!("at byte {offset}: {reason}"),
-                })?;
+                }
+            })?;
             if record.progress.is_empty() {
                 break;
             }
@@ -502,6 +504,10 @@ mod tests {
             positions,
             vec![vec![(id, "p2".to_owned())], vec![(id, "p3".to_owned())]]
         );
+        assert!(
+            recovered.iter().all(|r| r.changes.is_empty()),
+            "the stream's own rows stay in the log, undecoded"
+        );
         let next = log.append(&[kv_change(6, &[(6, "f", 1)])]).unwrap();
         assert_eq!(read_keys(&log, u64::MAX).last(), Some(&(6, 1)));
         drop(log);
@@ -548,6 +554,17 @@ mod tests {
         let end = log.write(&committing(id, 2, "p2")).unwrap().end;
         log.sync_through(end).unwrap();
         assert_eq!(read_keys(&log, u64::MAX), vec![(2, 1)]);
+        drop(log);
+        let (_, recovered) = ChangeLog::open(dir.path(), KIND, id, 0).unwrap();
+        let elsewhere: Vec<_> = recovered
+            .iter()
+            .flat_map(|r| r.changes.iter().map(|(table, _)| *table))
+            .collect();
+        assert_eq!(
+            elsewhere,
+            vec![GlobalId(2)],
+            "what a frame wrote elsewhere is kept"
+        );
     }
 
     #[test]

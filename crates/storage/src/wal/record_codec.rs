@@ -75,6 +75,16 @@ pub(crate) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError>
 
 /// Decodes a payload written by [`encode_record`]; the error says what is wrong.
 pub(crate) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
+    decode_record_without(payload, None)
+}
+
+/// Decodes a payload written by [`encode_record`] but the changes of `skipped`, which are
+/// passed over undecoded (a stream log's scan at recovery needs a frame's position and bad
+/// records, not the stream's rows).
+pub(crate) fn decode_record_without(
+    payload: &[u8],
+    skipped: Option<GlobalId>,
+) -> Result<WalRecord, String> {
     let mut input = payload;
     let version = take(&mut input, 1)?[0];
     if !(FORMAT_VERSION_WITHOUT_POSITIONS..=FORMAT_VERSION).contains(&version) {
@@ -88,6 +98,9 @@ pub(crate) fn decode_record(payload: &[u8]) -> Result<WalRecord, String> {
         let len = u64::from_le_bytes(take_array(&mut input)?);
         let len = usize::try_from(len).map_err(|_| format!("batch length {len} too large"))?;
         let ipc = take(&mut input, len)?;
+        if skipped == Some(id) {
+            continue;
+        }
         let (rows, diffs) =
             decode_change_batch(ipc).map_err(|reason| format!("batch for {id}: {reason}"))?;
         changes.push((id, ChangeBatch { time, rows, diffs }));
