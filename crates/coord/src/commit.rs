@@ -251,18 +251,15 @@ impl Coordinator {
         commit: CommitBatch,
         overlay: TableChanges,
     ) -> Result<StagedCommit, CoordError> {
-        if let Some(rows) = &commit.streamed {
-            if commit.stream != Some(rows.id) {
-                return Err(CoordError::Internal(format!(
-                    "rows for stream {} in a commit that is not made in its log",
-                    rows.id
-                )));
-            }
-        }
-        if let Some(stream) = commit.stream.filter(|_| commit.progress.is_empty()) {
+        if let Some(stream) = commit
+            .stream
+            .as_ref()
+            .filter(|_| commit.progress.is_empty())
+        {
             // A stream's frame commits itself only with the position it was read up to.
             return Err(CoordError::Internal(format!(
-                "a commit in stream {stream}'s log without a source position"
+                "a commit in stream {}'s log without a source position",
+                stream.id
             )));
         }
         let allocation = self.oracle.allocate();
@@ -289,36 +286,27 @@ impl Coordinator {
             time,
             changes,
         };
-        {
-            let mut last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
-            for (id, pairs) in &arranged {
-                last_write.insert(*id, time);
-                let keys = pairs.iter().map(|((key, _), _)| key);
-                self.recent_writes.record(time, *id, keys);
-            }
-        }
-        let streamed_rows = commit.streamed.as_ref().map_or(0, |s| s.updates.len());
         let (durable, streamed): (DurableCommit, _) = match commit.stream {
             None => {
                 let logged = self.wal.append(record);
                 (Box::pin(async move { Ok(logged.await?) }), None)
             }
-            Some(stream) => {
-                let updates = match commit.streamed {
+            Some(StreamBatch { id, rows }) => {
+                let updates = match rows {
                     Some(rows) => {
                         let batch = ChangeBatch {
                             time,
                             diffs: vec![1; rows.rows.num_rows()],
                             rows: rows.rows,
                         };
-                        record.changes.insert(0, (stream, batch));
+                        record.changes.insert(0, (id, batch));
                         rows.updates
                     }
                     None => Vec::new(),
                 };
-                let written = self.streams.write(stream, record).await?;
+                let written = self.streams.write(id, record).await?;
                 let streamed = StreamedCommit {
-                    id: stream,
+                    id,
                     updates,
                     end: written.append.end,
                 };
@@ -328,6 +316,16 @@ impl Coordinator {
                 )
             }
         };
+        // Recorded once the commit is queued: a write that failed changed nothing.
+        {
+            let mut last_write = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+            for (id, pairs) in &arranged {
+                last_write.insert(*id, time);
+                let keys = pairs.iter().map(|((key, _), _)| key);
+                self.recent_writes.record(time, *id, keys);
+            }
+        }
+        let streamed_rows = streamed.as_ref().map_or(0, |s| s.updates.len());
         self.in_flight.register(time, overlay);
         Ok(StagedCommit {
             time,
@@ -517,9 +515,7 @@ pub(crate) struct CommitBatch {
     pub arranged: Vec<ArrangedChange>,
     /// The stream (an append-only source) whose log this commit is made in, instead of the
     /// WAL: a batch of that source.
-    pub stream: Option<GlobalId>,
-    /// Rows inserted into that stream.
-    pub streamed: Option<StreamedRows>,
+    pub stream: Option<StreamBatch>,
     /// Where each source that contributed resumes after this commit.
     pub progress: Vec<(GlobalId, String)>,
 }
@@ -527,7 +523,7 @@ pub(crate) struct CommitBatch {
 impl CommitBatch {
     /// Whether there is nothing to commit.
     pub fn is_empty(&self) -> bool {
-        self.arranged.is_empty() && self.streamed.is_none() && self.progress.is_empty()
+        self.arranged.is_empty() && self.stream.is_none() && self.progress.is_empty()
     }
 }
 
@@ -542,9 +538,15 @@ pub(crate) struct ArrangedChange {
     pub pairs: Vec<compute::KeyedUpdate>,
 }
 
+/// A source batch of a stream, committed in the stream's log.
+pub(crate) struct StreamBatch {
+    pub id: GlobalId,
+    /// The rows it inserts (none when the batch had only bad records or a new position).
+    pub rows: Option<StreamedRows>,
+}
+
 /// Rows inserted into a stream: written to its stream log, fed to the dataflows reading it.
 pub(crate) struct StreamedRows {
-    pub id: GlobalId,
     /// The rows, for the stream log.
     pub rows: RecordBatch,
     /// The same rows encoded, each with its multiplicity.

@@ -164,8 +164,8 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Feeds logged table writes to compute at their original times (a stream's own rows
-    /// stay in its log); returns the row count.
+    /// Feeds logged table writes to compute at their original times; returns the row count.
+    /// (A stream's own rows stay in its log: recovered stream commits come without them.)
     fn replay(&self, records: &[WalRecord]) -> Result<usize, CoordError> {
         let codecs = self
             .table_codecs
@@ -175,8 +175,7 @@ impl Coordinator {
         let mut rows = 0;
         for record in records {
             for (table, change) in &record.changes {
-                let Some(codecs) = codecs.get(table).filter(|_| !self.streams.contains(*table))
-                else {
+                let Some(codecs) = codecs.get(table) else {
                     continue;
                 };
                 let encoded = codecs

@@ -13,7 +13,7 @@ use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring};
 use repr::{Diff, GlobalId, ItemKind, Row, Timestamp};
 use system_catalog::SOURCE_ERRORS;
 
-use crate::commit::{ArrangedChange, CommitBatch, StreamedRows};
+use crate::commit::{ArrangedChange, CommitBatch, StreamBatch, StreamedRows};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::table_rows::TableCodecs;
@@ -103,7 +103,10 @@ impl Coordinator {
         let mut commit = CommitBatch {
             progress: vec![(id, batch.position.clone())],
             // A stream's batches, rows or not, commit in its log: its position is there.
-            stream: Some(id).filter(|id| self.streams.contains(*id)),
+            stream: self
+                .streams
+                .contains(id)
+                .then_some(StreamBatch { id, rows: None }),
             ..CommitBatch::default()
         };
         for (output, output_changes) in by_output {
@@ -191,16 +194,21 @@ impl Coordinator {
             .map(|row| (row, 1))
             .collect();
         if self.streams.contains(table) {
-            if commit.stream != Some(table) || commit.streamed.is_some() {
+            let Some(StreamBatch {
+                id,
+                rows: slot @ None,
+            }) = &mut commit.stream
+            else {
                 return Err(CoordError::Internal(format!(
-                    "stream {table} is not the one stream of this source commit"
+                    "rows for stream {table} twice, or in a commit not made in its log"
+                )));
+            };
+            if *id != table {
+                return Err(CoordError::Internal(format!(
+                    "rows for stream {table} in a commit made in stream {id}'s log"
                 )));
             }
-            commit.streamed = Some(StreamedRows {
-                id: table,
-                rows,
-                updates,
-            });
+            *slot = Some(StreamedRows { rows, updates });
             return Ok(());
         }
         commit.arranged.push(ArrangedChange {
