@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use crate::ConnectorError;
 
@@ -55,6 +56,13 @@ impl SourceOptions {
                         reason: format!("\"{text}\": {e}"),
                     })
             })
+            .transpose()
+    }
+
+    /// Option `name` as a duration (`'1s'`, `'250ms'`, `'2 minutes'`), if given.
+    pub fn duration(&self, name: &str) -> Result<Option<Duration>, ConnectorError> {
+        self.text(name)
+            .map(|text| crate::duration::parse_duration(name, text))
             .transpose()
     }
 

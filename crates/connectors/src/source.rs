@@ -32,6 +32,10 @@ pub struct SourceBatch {
     /// How far behind the upstream's head the source is after this batch, where the
     /// upstream can tell (Kafka: messages not yet read, over all partitions).
     pub lag: Option<u64>,
+    /// The upstream partition of each row the changes insert or upsert into output 0, in
+    /// order, for a source read from several partitions (Kafka); empty for a source that is
+    /// one sequence. Watermarks are kept per partition.
+    pub row_partitions: Vec<i32>,
 }
 
 impl SourceBatch {
@@ -45,6 +49,7 @@ impl SourceBatch {
             position,
             errors: Vec::new(),
             lag: None,
+            row_partitions: Vec::new(),
         }
     }
 
@@ -61,6 +66,7 @@ impl SourceBatch {
         self.errors.extend(later.errors);
         self.position = later.position;
         self.lag = later.lag.or(self.lag);
+        self.row_partitions.extend(later.row_partitions);
     }
 
     /// The rows of an append-only batch's one insert (what the generators make).

@@ -44,7 +44,7 @@ impl Coordinator {
     /// writes go on meanwhile.
     pub(crate) async fn checkpoint(&self) -> Result<(), CoordError> {
         let started = Instant::now();
-        let (hold, logged, tables, positions, stream_ends) = {
+        let (hold, logged, tables, positions, stream_ends, watermarks) = {
             let _sequencer = self.lock_sequencer().await;
             let tables: Vec<_> = self
                 .table_codecs
@@ -60,6 +60,7 @@ impl Coordinator {
                 tables,
                 self.sources.positions(),
                 self.streams.visible_ends(),
+                self.sources.watermarks(),
             )
         };
         let time = hold.time();
@@ -93,7 +94,7 @@ impl Coordinator {
                 })
                 .collect::<Result<Vec<_>, CoordError>>()?;
             this.wal
-                .checkpoint(time, snapshot, positions, stream_ends)
+                .checkpoint(time, snapshot, positions, stream_ends, watermarks)
                 .map_err(CoordError::from)
         })
         .await

@@ -283,6 +283,7 @@ impl Coordinator {
         let mut record = WalRecord {
             progress: commit.progress.clone(),
             stream_ends: Vec::new(),
+            watermarks: commit.watermarks.clone(),
             time,
             changes,
         };
@@ -334,6 +335,7 @@ impl Coordinator {
                 arranged,
                 streamed,
                 progress: commit.progress,
+                watermarks: commit.watermarks,
                 // A stream's rows count too: a checkpoint records how far each stream log
                 // is committed, which bounds what recovery scans.
                 logged_rows: (logged_rows + streamed_rows).max(1) as u64,
@@ -374,6 +376,9 @@ impl Coordinator {
         }
         for (source, position) in effects.progress {
             self.sources.set_position(source, position);
+        }
+        for (source, watermark) in effects.watermarks {
+            self.sources.set_watermark(source, watermark);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
@@ -496,6 +501,8 @@ pub(crate) struct CommitEffects {
     streamed: Option<StreamedCommit>,
     /// Where each source that contributed resumes after the commit.
     progress: Vec<(GlobalId, String)>,
+    /// The watermarks the commit advanced.
+    watermarks: Vec<(GlobalId, i64)>,
     logged_rows: u64,
 }
 
@@ -518,6 +525,8 @@ pub(crate) struct CommitBatch {
     pub stream: Option<StreamBatch>,
     /// Where each source that contributed resumes after this commit.
     pub progress: Vec<(GlobalId, String)>,
+    /// The sources whose event-time watermark this commit advances, and to where.
+    pub watermarks: Vec<(GlobalId, i64)>,
 }
 
 impl CommitBatch {

@@ -94,6 +94,7 @@ impl Coordinator {
         let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             RunningSystem {
+                catalog: catalog.clone(),
                 compute: compute.clone(),
                 sources: sources.clone(),
                 subscriptions: subscriptions.clone(),

@@ -33,6 +33,7 @@ impl Coordinator {
             self.install_schema(item.id, &item.name, &item.create_sql);
         }
         self.install_source_errors()?;
+        self.install_late_events()?;
         let mut tables = 0;
         for item in items.iter().filter(|i| i.kind == ItemKind::Table) {
             let create = match sql::parse(&item.create_sql)?.pop() {
@@ -142,13 +143,19 @@ impl Coordinator {
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);
         let mut positions = std::collections::HashMap::new();
+        let mut watermarks: std::collections::HashMap<GlobalId, i64> = Default::default();
         for record in records.iter().chain(&stream_commits) {
             positions.extend(record.progress.iter().cloned());
+            for (id, watermark) in &record.watermarks {
+                let kept = watermarks.entry(*id).or_insert(*watermark);
+                *kept = (*kept).max(*watermark);
+            }
         }
         for (id, create) in &sources {
             let resume = positions.remove(id);
-            tracing::info!(source = %create.name, position = ?resume, "resuming source");
-            if let Err(e) = self.start_source(*id, create, resume) {
+            let watermark = watermarks.remove(id);
+            tracing::info!(source = %create.name, position = ?resume, ?watermark, "resuming source");
+            if let Err(e) = self.start_source(*id, create, resume, watermark) {
                 tracing::error!(source = %create.name, error = %e, "source could not be resumed");
             }
         }

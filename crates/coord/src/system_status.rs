@@ -1,18 +1,23 @@
 //! The running system as `fluxion_catalog` shows it: the sources, durable subscriptions,
 //! sinks and compute's view errors and frontiers, for the `system-catalog` crate.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 
 use compute::ComputeController;
 use pipelines::{DurableSubscriptions, Sinks, SourceRegistry};
+use repr::GlobalId;
 use system_catalog::{
     ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
     SystemStatus, ViewErrors,
 };
 
+use crate::catalog::Catalog;
+
 /// The parts of the running system `fluxion_catalog` describes.
 #[derive(Debug)]
 pub(crate) struct RunningSystem {
+    pub catalog: Arc<RwLock<Catalog>>,
     pub compute: Arc<ComputeController>,
     pub sources: Arc<SourceRegistry>,
     pub subscriptions: Arc<DurableSubscriptions>,
@@ -47,6 +52,7 @@ impl SystemStatus for RunningSystem {
     }
 
     fn frontiers(&self) -> Vec<ArrangementFrontier> {
+        let watermarks = self.watermarks();
         self.compute
             .frontiers()
             .all()
@@ -55,6 +61,7 @@ impl SystemStatus for RunningSystem {
                 id,
                 upper: frontier.upper,
                 since: frontier.since,
+                watermark: watermarks.get(&id).copied(),
             })
             .collect()
     }
@@ -70,5 +77,28 @@ impl SystemStatus for RunningSystem {
                 batches: size.batches,
             })
             .collect()
+    }
+}
+
+impl RunningSystem {
+    /// The event-time watermark of every object that has one: a source's own, and for
+    /// whatever reads sources, directly or through others, the least of theirs (an
+    /// operator's watermark is the minimum of its inputs').
+    fn watermarks(&self) -> BTreeMap<GlobalId, i64> {
+        let sources = self.sources.watermarks();
+        let mut watermarks = BTreeMap::new();
+        if sources.is_empty() {
+            return watermarks;
+        }
+        let catalog = crate::catalog::read(&self.catalog);
+        for (source, watermark) in sources {
+            for id in std::iter::once(source).chain(catalog.dependents(source)) {
+                watermarks
+                    .entry(id)
+                    .and_modify(|w: &mut i64| *w = (*w).min(watermark))
+                    .or_insert(watermark);
+            }
+        }
+        watermarks
     }
 }

@@ -321,6 +321,7 @@ impl ChangeLog {
             changes: vec![(self.id, batch.clone())],
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
         }
     }
 
@@ -479,6 +480,7 @@ mod tests {
             changes: vec![(id, kv_change(time, &[(time as i64, "x", 1)]))],
             progress: vec![(id, position.to_owned())],
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
         }
     }
 
@@ -549,6 +551,7 @@ mod tests {
             changes: vec![(GlobalId(2), kv_change(1, &[(1, "bad", 1)]))],
             progress: vec![(id, "p1".to_owned())],
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
         };
         log.write(&errors_only).unwrap();
         let end = log.write(&committing(id, 2, "p2")).unwrap().end;

@@ -14,6 +14,7 @@ use datafusion::error::Result as DfResult;
 use repr::{wall_clock_ms, GlobalId, ItemKind, Timestamp};
 
 use crate::catalog_input::{CatalogInput, CatalogReader, ItemDetails};
+use crate::late_events::{late_events_desc, late_events_relation, LATE_EVENTS, LATE_EVENTS_NAME};
 use crate::oids::FLUXION_CATALOG_NAMESPACE;
 use crate::source_errors::{
     source_errors_desc, source_errors_relation, SOURCE_ERRORS, SOURCE_ERRORS_NAME,
@@ -32,6 +33,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("sink_stats", sink_stats_schema()),
         ("frontiers", frontiers_schema()),
         ("arrangement_sizes", arrangement_sizes_schema()),
+        (LATE_EVENTS_NAME, late_events_desc().schema),
     ]
 }
 
@@ -72,6 +74,12 @@ fn source_stats_schema() -> SchemaRef {
         Field::new(
             "last_batch_at",
             DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))),
+            true,
+        ),
+        Field::new("late_rows", DataType::UInt64, false),
+        Field::new(
+            "watermark",
+            DataType::Timestamp(TimeUnit::Microsecond, None),
             true,
         ),
     ]))
@@ -116,6 +124,11 @@ fn frontiers_schema() -> SchemaRef {
         Field::new("upper", DataType::UInt64, true),
         Field::new("since", DataType::UInt64, false),
         Field::new("lag_ms", DataType::UInt64, true),
+        Field::new(
+            "watermark",
+            DataType::Timestamp(TimeUnit::Microsecond, None),
+            true,
+        ),
     ]))
 }
 
@@ -231,6 +244,10 @@ impl FluxionCatalog {
                     }))
                     .with_timezone("UTC"),
                 ),
+                column(&|s| s.late_rows),
+                Arc::new(TimestampMicrosecondArray::from_iter(
+                    stats.iter().map(|s| s.watermark),
+                )),
             ],
         )?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
@@ -341,7 +358,8 @@ impl FluxionCatalog {
     /// `frontiers`: how far each arrangement has got, as compute's workers report it: every
     /// update before `upper` is in it (NULL once it is closed for good), reads before `since`
     /// are no longer possible, and `lag_ms` is how far `upper` trails the clock (timestamps
-    /// are milliseconds of wall-clock time).
+    /// are milliseconds of wall-clock time); `watermark` is the object's event-time watermark
+    /// (a source's own, a view's the least of its sources').
     fn frontiers(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = frontiers_schema();
         let frontiers = self.status.frontiers();
@@ -353,6 +371,7 @@ impl FluxionCatalog {
         let mut uppers = Vec::new();
         let mut sinces = Vec::new();
         let mut lags = Vec::new();
+        let mut watermarks = Vec::new();
         for frontier in frontiers {
             let Some((schema_name, name, kind)) = arrangement_owner(&catalog, frontier.id) else {
                 continue;
@@ -364,6 +383,7 @@ impl FluxionCatalog {
             uppers.push(open);
             sinces.push(frontier.since);
             lags.push(open.map(|upper| now.saturating_sub(upper)));
+            watermarks.push(frontier.watermark);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -374,6 +394,7 @@ impl FluxionCatalog {
                 Arc::new(UInt64Array::from(uppers)),
                 Arc::new(UInt64Array::from(sinces)),
                 Arc::new(UInt64Array::from(lags)),
+                Arc::new(TimestampMicrosecondArray::from(watermarks)),
             ],
         )?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
@@ -464,6 +485,11 @@ fn arrangement_owner(
             SOURCE_ERRORS_NAME.to_string(),
             "system relation",
         )),
+        None if id == LATE_EVENTS => Some((
+            SYSTEM_SCHEMA.to_string(),
+            LATE_EVENTS_NAME.to_string(),
+            "system relation",
+        )),
         None => None,
     }
 }
@@ -493,6 +519,9 @@ impl SchemaProvider for FluxionCatalog {
             "arrangement_sizes" => self.arrangement_sizes().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
+            ))))),
+            LATE_EVENTS_NAME => Ok(Some(Arc::new(late_events_relation(relation_oid(
+                LATE_EVENTS_NAME,
             ))))),
             _ => Ok(None),
         }

@@ -21,6 +21,7 @@ mod column_types;
 mod definitions;
 mod fluxion_catalog;
 mod information_schema;
+mod late_events;
 mod oids;
 mod pg15_relations;
 mod pg_catalog;
@@ -34,6 +35,7 @@ mod status;
 mod types;
 
 pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails};
+pub use late_events::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 pub use oids::item_oid;
 pub use pg_functions::{display_reg_types, register_functions};
 pub use schemas::SystemSchemas;

@@ -50,6 +50,10 @@ pub struct SourceStatus {
     pub last_error: Option<String>,
     /// When the last batch was committed.
     pub last_batch_at: Option<SystemTime>,
+    /// Rows that arrived behind the watermark (counted from this server's start).
+    pub late_rows: u64,
+    /// The event-time watermark (microseconds), for a source that declares one.
+    pub watermark: Option<i64>,
 }
 
 /// What `fluxion_catalog.subscriptions` shows of one durable subscription.
@@ -110,6 +114,9 @@ pub struct ArrangementFrontier {
     pub upper: Timestamp,
     /// Reads before this time are no longer possible.
     pub since: Timestamp,
+    /// The event-time watermark (microseconds) of the object: a source's own, or the least
+    /// of those of the sources a view reads; `None` where no source declares one.
+    pub watermark: Option<i64>,
 }
 
 /// What `fluxion_catalog.arrangement_sizes` shows of one object: every arrangement its

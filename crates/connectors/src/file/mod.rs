@@ -121,6 +121,7 @@ impl FileReader {
             position: position::encode(&self.files),
             errors: decoded.errors,
             lag: None,
+            row_partitions: Vec::new(),
         })
     }
 }
@@ -143,6 +144,7 @@ impl SourceReader for FileReader {
                     position: position::encode(&self.files),
                     errors: Vec::new(),
                     lag: None,
+                    row_partitions: Vec::new(),
                 }));
             }
             std::thread::sleep(POLL_INTERVAL.min(IDLE_BATCH_AFTER - waited));

@@ -59,6 +59,17 @@ struct KeyColumns {
 
 /// Turns the records of a batch into the changes of the source's relation.
 #[derive(Debug)]
+/// A fetch's records, decoded.
+pub(crate) struct DecodedRecords {
+    /// The changes, in order.
+    pub changes: Vec<OutputChange>,
+    /// The records that could not be read.
+    pub errors: Vec<BadRecord>,
+    /// The partition of each row the changes insert or upsert (see
+    /// [`crate::SourceBatch::row_partitions`]).
+    pub row_partitions: Vec<i32>,
+}
+
 pub(crate) struct ChangeDecoder {
     envelope: Envelope,
     /// The source's columns: the declared ones, then the `INCLUDE` ones.
@@ -128,11 +139,10 @@ impl ChangeDecoder {
         })
     }
 
-    /// The changes `records` make, in order, and the records that could not be read.
-    pub fn changes(
-        &self,
-        records: &[KafkaRecord],
-    ) -> Result<(Vec<OutputChange>, Vec<BadRecord>), ConnectorError> {
+    /// What `records` say: their changes, in order, the records that could not be read, and
+    /// the partition of each row the changes insert or upsert.
+    pub fn changes(&self, records: &[KafkaRecord]) -> Result<DecodedRecords, ConnectorError> {
+        let mut row_partitions = Vec::new();
         let mut errors: Vec<(usize, BadRecord)> = Vec::new();
         let mut runs: Vec<Run<'_>> = Vec::new();
         for (index, record) in records.iter().enumerate() {
@@ -179,6 +189,9 @@ impl ChangeDecoder {
             if good.is_empty() {
                 continue;
             }
+            if matches!(kind, Kind::Insert | Kind::Upsert) {
+                row_partitions.extend(good.iter().map(|record| record.partition));
+            }
             let change = match kind {
                 Kind::Insert => Change::Insert(self.rows(decoded.rows, &good)?),
                 Kind::Upsert => Change::Upsert {
@@ -191,7 +204,11 @@ impl ChangeDecoder {
             changes.push(OutputChange { output: 0, change });
         }
         errors.sort_by_key(|(index, _)| *index);
-        Ok((changes, errors.into_iter().map(|(_, e)| e).collect()))
+        Ok(DecodedRecords {
+            changes,
+            errors: errors.into_iter().map(|(_, e)| e).collect(),
+            row_partitions,
+        })
     }
 
     /// What `record` means under the envelope: the pieces to decode, each with its kind.

@@ -88,12 +88,13 @@ impl SourceReader for KafkaReader {
                 break records;
             }
         };
-        let (changes, errors) = self.decoder.changes(&records)?;
+        let decoded = self.decoder.changes(&records)?;
         Ok(Some(SourceBatch {
-            changes,
+            changes: decoded.changes,
             position: self.topic.position().to_json(),
-            errors,
+            errors: decoded.errors,
             lag: Some(self.topic.lag()),
+            row_partitions: decoded.row_partitions,
         }))
     }
 }

@@ -269,6 +269,7 @@ impl CdcReader {
             position: self.position.to_json(),
             errors,
             lag: None,
+            row_partitions: Vec::new(),
         })
     }
 }

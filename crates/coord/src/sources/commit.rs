@@ -11,8 +11,9 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use pipelines::{bad_record_rows, SourceCommitter, SourceRegistry, SourceWiring};
 use repr::{Diff, GlobalId, ItemKind, Row, Timestamp};
-use system_catalog::SOURCE_ERRORS;
+use system_catalog::{LATE_EVENTS, SOURCE_ERRORS};
 
+use super::event_time::observe_batch;
 use crate::commit::{ArrangedChange, CommitBatch, StreamBatch, StreamedRows};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
@@ -53,8 +54,8 @@ impl SourceCommitter for Coordinator {
 
 impl Coordinator {
     /// Makes one batch of the source wired as `wiring` durable with its position, then
-    /// visible: its changes, its bad records (in `source_errors` and the error table) and
-    /// its position in one log record, at one timestamp, which it returns (`None` if there
+    /// visible: its changes, its bad records (in `source_errors` and the error table), its
+    /// late rows (in `late_events`), its position and watermark in one log record, at one timestamp, which it returns (`None` if there
     /// was nothing to commit).
     pub(crate) async fn commit_source_batch(
         &self,
@@ -76,7 +77,7 @@ impl Coordinator {
                 .outputs
                 .iter()
                 .chain(&wiring.error_table)
-                .chain(std::iter::once(&SOURCE_ERRORS));
+                .chain([&SOURCE_ERRORS, &LATE_EVENTS]);
             targets
                 .filter_map(|target| Some((*target, all.get(target)?.clone())))
                 .collect()
@@ -88,7 +89,15 @@ impl Coordinator {
             .sources
             .position(id)
             .is_some_and(|p| p == batch.position);
-        if batch.changes.is_empty() && batch.errors.is_empty() && unchanged_position {
+        let (late, watermark) = match &wiring.event_time {
+            Some(tracker) => observe_batch(&wiring.name, tracker, &batch)?,
+            None => (None, None),
+        };
+        if batch.changes.is_empty()
+            && batch.errors.is_empty()
+            && unchanged_position
+            && watermark.is_none()
+        {
             return Ok(None);
         }
         let rows = batch.row_count() as u64;
@@ -102,6 +111,7 @@ impl Coordinator {
         }
         let mut commit = CommitBatch {
             progress: vec![(id, batch.position.clone())],
+            watermarks: watermark.map(|w| (id, w)).into_iter().collect(),
             // A stream's batches, rows or not, commit in its log: its position is there.
             stream: self
                 .streams
@@ -165,9 +175,13 @@ impl Coordinator {
                 }
             }
         }
+        let late_rows = late.as_ref().map_or(0, |late| late.num_rows() as u64);
+        if let (Some(late), Some(codecs)) = (late, codecs.get(&LATE_EVENTS)) {
+            self.add_insert(&mut commit, LATE_EVENTS, codecs, late)?;
+        }
         let time = self.commit_changes(commit, sequencer).await?;
         self.sources.update(id, |stats| {
-            stats.record_batch(rows, bytes, errors, batch.lag)
+            stats.record_batch(rows, bytes, errors, late_rows, batch.lag)
         });
         Ok(Some(time))
     }

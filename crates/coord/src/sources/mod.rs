@@ -17,6 +17,7 @@
 mod apply;
 mod commit;
 mod errors;
+mod event_time;
 mod tables;
 mod webhook;
 
@@ -27,7 +28,7 @@ use connectors::{
     Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use pipelines::{SourceWiring, ERROR_TABLE_OPTION};
+use pipelines::{SourceWiring, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION};
 use repr::{GlobalId, ItemKind, RelationDesc};
 use sql::{CreateSource, Drop};
 
@@ -58,15 +59,6 @@ impl Coordinator {
         let error_table = self.resolve_error_table(session, &mut create)?;
         let create_sql = create.to_string();
         let planned = self.plan_source(&create)?;
-        if create.watermark_column().is_some() {
-            session.notice(
-                "NOTICE",
-                "00000",
-                "the source's WATERMARK is recorded but not applied yet: rows are never \
-                 treated as late"
-                    .to_string(),
-            );
-        }
         let sequencer = self.lock_sequencer().await;
         let created = self.record_table(
             session,
@@ -78,7 +70,7 @@ impl Coordinator {
         )?;
         drop(sequencer);
         if let Some(id) = created {
-            if let Err(e) = self.start_source(id, &create, None) {
+            if let Err(e) = self.start_source(id, &create, None, None) {
                 // The connector could not start (a refused upstream connection): the source
                 // is not created.
                 self.drop_items(
@@ -181,13 +173,7 @@ impl Coordinator {
             && format
                 .as_ref()
                 .is_none_or(|f| f.envelope == Envelope::Plain);
-        if let Some(column) = create.watermark_column() {
-            if planned.desc.schema.index_of(&column).is_err() {
-                return Err(CoordError::unknown_column(format!(
-                    "column \"{column}\" named in WATERMARK does not exist"
-                )));
-            }
-        }
+        self.event_time(create, &planned.desc.schema, None)?;
         // Opening the connector checks every option and the columns.
         let mut context = SourceContext {
             format,
@@ -205,18 +191,20 @@ impl Coordinator {
         Ok(planned)
     }
 
-    /// Starts source `id`'s connector, resuming after `resume`.
+    /// Starts source `id`'s connector, resuming after `resume` with event-time watermark
+    /// `watermark`.
     pub(crate) fn start_source(
         &self,
         id: GlobalId,
         create: &CreateSource,
         resume: Option<String>,
+        watermark: Option<i64>,
     ) -> Result<(), CoordError> {
         let options = connector_options(create);
         let connector = options.connector().unwrap_or_default().to_lowercase();
         let (stop, exited) = self.sources.register(id, &connector, resume.clone());
         let tables = self.source_tables(id);
-        let wiring = self.source_wiring(id, create, &tables, stop);
+        let mut wiring = self.source_wiring(id, create, &tables, stop);
         let (schema, key): (SchemaRef, _) = self
             .table_codecs
             .read()
@@ -227,6 +215,10 @@ impl Coordinator {
                 (codecs.schema.clone(), key)
             })
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
+        wiring.event_time = self.event_time(create, &schema, watermark)?;
+        if let Some(watermark) = watermark {
+            self.sources.set_watermark(id, watermark);
+        }
         let mut context = SourceContext {
             format: source_format(create)?,
             include: source_include(create)?,
@@ -287,6 +279,7 @@ impl Coordinator {
                 .collect(),
             error_table,
             stop,
+            event_time: None,
         }
     }
 
@@ -327,13 +320,14 @@ impl Coordinator {
     }
 }
 
-/// The source's options for its connector: all but the coordinator's own (`error_table`).
+/// The source's options for its connector: all but the coordinator's own (`error_table`,
+/// `watermark.idle_timeout`).
 pub(super) fn connector_options(create: &CreateSource) -> SourceOptions {
     SourceOptions::new(
         create
             .options
             .iter()
-            .filter(|(option, _)| option != ERROR_TABLE_OPTION)
+            .filter(|(option, _)| option != ERROR_TABLE_OPTION && option != IDLE_TIMEOUT_OPTION)
             .cloned(),
     )
 }

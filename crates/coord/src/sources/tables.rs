@@ -119,11 +119,11 @@ impl Coordinator {
         }
         // No batch of the old reader commits after this: commits check the stop flag under
         // the sequencer, so the position read here is the last durable one.
-        let position = {
+        let (position, watermark) = {
             let _sequencer = self.lock_sequencer().await;
-            self.sources.position(id)
+            (self.sources.position(id), self.sources.watermark(id))
         };
-        self.start_source(id, &create, position)
+        self.start_source(id, &create, position, watermark)
     }
 }
 

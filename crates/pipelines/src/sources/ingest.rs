@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use connectors::{ConnectorError, DurablePosition, SourceBatch, SourceReader};
 use repr::{GlobalId, Timestamp};
@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::flow_control::CommitWindow;
 use super::registry::{SourceRegistry, SourceStats};
+use super::watermark::WatermarkTracker;
 
 /// Batches read ahead of the one being committed.
 const READ_AHEAD: usize = 4;
@@ -166,4 +167,6 @@ pub struct SourceWiring {
     pub error_table: Option<GlobalId>,
     /// Set when this run of the source is stopped: its batches are no longer committed.
     pub stop: Arc<AtomicBool>,
+    /// The source's watermark, if it declares one (`WATERMARK FOR`).
+    pub event_time: Option<Arc<Mutex<WatermarkTracker>>>,
 }

@@ -39,16 +39,27 @@ impl SourceStats {
                 lag: None,
                 last_error: None,
                 last_batch_at: None,
+                late_rows: 0,
+                watermark: None,
             },
             window_started: Instant::now(),
             window_rows: 0,
         }
     }
 
-    /// Counts one committed batch, after which the source was `lag` behind its upstream.
-    pub fn record_batch(&mut self, rows: u64, bytes: u64, errors: u64, lag: Option<u64>) {
+    /// Counts one committed batch of `rows` rows, `late` of them late, after which the
+    /// source was `lag` behind its upstream.
+    pub fn record_batch(
+        &mut self,
+        rows: u64,
+        bytes: u64,
+        errors: u64,
+        late: u64,
+        lag: Option<u64>,
+    ) {
         let shown = &mut self.shown;
         shown.lag = lag.or(shown.lag);
+        shown.late_rows += late;
         shown.rows += rows;
         shown.bytes += bytes;
         shown.errors += errors;
@@ -163,6 +174,27 @@ impl SourceRegistry {
         if let Some(entry) = self.lock().get_mut(&id) {
             entry.stats.shown.position = Some(position);
         }
+    }
+
+    /// Records that source `id`'s watermark, durable and visible, is now `watermark`.
+    pub fn set_watermark(&self, id: GlobalId, watermark: i64) {
+        if let Some(entry) = self.lock().get_mut(&id) {
+            let shown = &mut entry.stats.shown.watermark;
+            *shown = Some(shown.map_or(watermark, |w| w.max(watermark)));
+        }
+    }
+
+    /// Source `id`'s watermark, durable and visible.
+    pub fn watermark(&self, id: GlobalId) -> Option<i64> {
+        self.lock().get(&id)?.stats.shown.watermark
+    }
+
+    /// The watermark of every source that has one (stored with each checkpoint).
+    pub fn watermarks(&self) -> Vec<(GlobalId, i64)> {
+        self.lock()
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.stats.shown.watermark?)))
+            .collect()
     }
 
     /// The position after source `id`'s last durable batch.

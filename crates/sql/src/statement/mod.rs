@@ -30,7 +30,7 @@ pub use ddl::{
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
-pub use sources::{CreateSource, CreateTableFromSource};
+pub use sources::{CreateSource, CreateTableFromSource, WatermarkSpec};
 pub use subscriptions::{AsOf, CreateSubscription, Subscribe, SubscribeTarget, DEFAULT_RETENTION};
 pub use write::{ConflictUpdate, Delete, Insert, InsertTarget, OnConflict, PlannedInsert, Update};
 

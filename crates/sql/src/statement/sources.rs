@@ -17,11 +17,16 @@
 
 use std::fmt;
 
-use datafusion::arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::ColumnarValue;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, Expr, Ident, ObjectName, Statement, TableConstraint,
+    BinaryOperator, ColumnDef, Expr, Ident, ObjectName, Statement, TableConstraint,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -73,6 +78,43 @@ impl CreateSource {
             .map(|(column, _)| fold_ident(column))
     }
 
+    /// What `WATERMARK FOR column AS column [- INTERVAL '…']` declares (`state` evaluates
+    /// the interval). Other expressions are refused: a watermark trails the largest event
+    /// time seen by a fixed delay.
+    pub fn watermark(&self, state: &SessionState) -> Result<Option<WatermarkSpec>, SqlError> {
+        let Some((column, expr)) = &self.watermark else {
+            return Ok(None);
+        };
+        let column = fold_ident(column);
+        let unsupported = || {
+            SqlError::Unsupported(format!(
+                "WATERMARK FOR {column} AS {expr}: a watermark is the column itself or the \
+                 column minus a constant interval ({column} - INTERVAL '5' SECOND)"
+            ))
+        };
+        let names_column = |e: &Expr| match e {
+            Expr::Identifier(ident) => fold_ident(ident) == column,
+            _ => false,
+        };
+        let delay = match strip_nesting(expr) {
+            e if names_column(e) => None,
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Minus,
+                right,
+            } if names_column(strip_nesting(left)) => Some(right.as_ref()),
+            _ => return Err(unsupported()),
+        };
+        let delay_micros = match delay {
+            None => 0,
+            Some(interval) => interval_micros(state, interval).ok_or_else(unsupported)??,
+        };
+        Ok(Some(WatermarkSpec {
+            column,
+            delay_micros,
+        }))
+    }
+
     /// What `INCLUDE` asks for, each with the column it goes to if one is named.
     pub fn include(&self) -> Vec<(String, Option<String>)> {
         self.include
@@ -90,6 +132,64 @@ impl CreateSource {
             .build();
         CreateTable::from_sql(table)?.plan(state)
     }
+}
+
+/// A source's declared watermark: the largest event time seen in `column`, minus
+/// `delay_micros`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatermarkSpec {
+    /// The event-time column (a timestamp).
+    pub column: String,
+    /// How far the watermark trails the largest event time seen, in microseconds (≥ 0).
+    pub delay_micros: i64,
+}
+
+/// The expression inside any parentheses.
+fn strip_nesting(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Nested(inner) => strip_nesting(inner),
+        other => other,
+    }
+}
+
+/// The length of constant interval `expr` in microseconds: `None` if it is not a constant
+/// interval; an error if it is one but counts months or is negative.
+fn interval_micros(state: &SessionState, expr: &Expr) -> Option<Result<i64, SqlError>> {
+    let empty = DFSchema::empty();
+    let logical = state.create_logical_expr(&expr.to_string(), &empty).ok()?;
+    let physical = state.create_physical_expr(logical, &empty).ok()?;
+    let one_row = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        Vec::new(),
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )
+    .ok()?;
+    let value = match physical.evaluate(&one_row).ok()? {
+        ColumnarValue::Scalar(value) => value,
+        ColumnarValue::Array(array) => ScalarValue::try_from_array(&array, 0).ok()?,
+    };
+    let (months, days, nanos) = match value {
+        ScalarValue::IntervalMonthDayNano(Some(v)) => (v.months, v.days, v.nanoseconds),
+        ScalarValue::IntervalDayTime(Some(v)) => (0, v.days, i64::from(v.milliseconds) * 1_000_000),
+        ScalarValue::IntervalYearMonth(Some(months)) => (months, 0, 0),
+        _ => return None,
+    };
+    let micros = i64::from(days)
+        .checked_mul(86_400_000_000)
+        .and_then(|d| d.checked_add(nanos / 1_000));
+    Some(match micros {
+        _ if months != 0 => Err(SqlError::Unsupported(format!(
+            "a watermark delay of {expr} counts months, whose length varies: give it in days \
+             or smaller units"
+        ))),
+        Some(micros) if micros >= 0 => Ok(micros),
+        Some(_) => Err(SqlError::InvalidStatement(format!(
+            "a watermark delay cannot be negative: {expr}"
+        ))),
+        None => Err(SqlError::OutOfRange(format!(
+            "the watermark delay {expr} is out of range"
+        ))),
+    })
 }
 
 /// `DROP SOURCE`, as parsed.
@@ -390,6 +490,38 @@ mod tests {
             panic!("not a CREATE SOURCE")
         };
         assert_eq!(again, create);
+    }
+
+    fn watermark_of(sql_watermark: &str) -> Result<Option<WatermarkSpec>, SqlError> {
+        let sql = format!(
+            "CREATE SOURCE s (ts TIMESTAMP, v INT, WATERMARK FOR ts AS {sql_watermark}) \
+             WITH (connector = 'datagen')"
+        );
+        let SourceStatement::Create(create) = parse(&sql) else {
+            panic!("not a CREATE SOURCE")
+        };
+        let catalog = datafusion::catalog::MemoryCatalogProvider::new();
+        create.watermark(&crate::session::new_state(Arc::new(catalog)))
+    }
+
+    #[test]
+    fn watermark_delays_are_constant_intervals() {
+        let delay = |sql: &str| watermark_of(sql).unwrap().unwrap().delay_micros;
+        assert_eq!(delay("ts"), 0);
+        assert_eq!(delay("ts - INTERVAL '4' SECOND"), 4_000_000);
+        assert_eq!(delay("(ts - INTERVAL '1 minute 30 seconds')"), 90_000_000);
+        assert_eq!(delay("TS - interval '2' day"), 172_800_000_000);
+        assert_eq!(delay("ts - INTERVAL '250 milliseconds'"), 250_000);
+        for refused in [
+            "ts + INTERVAL '1' SECOND",
+            "v - INTERVAL '1' SECOND",
+            "ts - INTERVAL '1' MONTH",
+            "ts - INTERVAL '-1' SECOND",
+            "ts - v",
+            "now()",
+        ] {
+            assert!(watermark_of(refused).is_err(), "{refused} was accepted");
+        }
     }
 
     #[test]

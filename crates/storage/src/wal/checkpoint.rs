@@ -122,8 +122,8 @@ pub(super) fn write_snapshot(dir: &Path, snapshot: &WalRecord) -> Result<PathBuf
     Ok(final_path)
 }
 
-/// Writes and fsyncs the header and the chunked entries to `path`; the source positions and
-/// stream ends, if any, are one more entry with no changes.
+/// Writes and fsyncs the header and the chunked entries to `path`; the source positions,
+/// stream ends and watermarks, if any, are one more entry with no changes.
 fn write_entries(path: &Path, snapshot: &WalRecord) -> Result<(), StorageError> {
     let through = snapshot.time;
     let mut entries: Vec<WalRecord> = snapshot
@@ -133,16 +133,21 @@ fn write_entries(path: &Path, snapshot: &WalRecord) -> Result<(), StorageError> 
         .map(|(id, batch)| WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: through,
             changes: vec![(id, batch)],
         })
         .collect();
-    if !snapshot.progress.is_empty() || !snapshot.stream_ends.is_empty() {
+    if !snapshot.progress.is_empty()
+        || !snapshot.stream_ends.is_empty()
+        || !snapshot.watermarks.is_empty()
+    {
         entries.push(WalRecord {
             time: through,
             changes: Vec::new(),
             progress: snapshot.progress.clone(),
             stream_ends: snapshot.stream_ends.clone(),
+            watermarks: snapshot.watermarks.clone(),
         });
     }
     let io_error = |e| StorageError::io(path, e);
@@ -201,6 +206,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
     let mut record = WalRecord {
         progress: Vec::new(),
         stream_ends: Vec::new(),
+        watermarks: Vec::new(),
         time: through,
         changes: Vec::new(),
     };
@@ -221,6 +227,7 @@ pub(super) fn read_snapshot(path: &Path, through: Timestamp) -> Result<WalRecord
         record.changes.extend(entry.changes);
         record.progress.extend(entry.progress);
         record.stream_ends.extend(entry.stream_ends);
+        record.watermarks.extend(entry.watermarks);
     }
     match reader.next_frame()? {
         FrameRead::End => Ok(record),

@@ -46,6 +46,10 @@ pub struct WalRecord {
     /// a crash a stream log keeps that much, and the whole frames after it that commit
     /// themselves.
     pub stream_ends: Vec<(GlobalId, u64)>,
+    /// The event-time watermark (microseconds) of each source whose watermark this record
+    /// advanced; in a checkpoint, every source's. Stored with the data, so a restart never
+    /// moves a watermark backwards.
+    pub watermarks: Vec<(GlobalId, i64)>,
 }
 
 /// How the log is laid out on disk.
@@ -76,7 +80,7 @@ impl Default for WalOptions {
 /// for record in replay {
 ///     // Apply record.changes at record.time.
 /// }
-/// wal.append_blocking(WalRecord { time: 1, changes: vec![], progress: vec![], stream_ends: vec![] })?;
+/// wal.append_blocking(WalRecord { time: 1, changes: vec![], progress: vec![], stream_ends: vec![], watermarks: vec![] })?;
 /// # Ok(()) }
 /// ```
 pub struct Wal {
@@ -184,6 +188,7 @@ impl Wal {
         snapshot: Vec<(GlobalId, ChangeBatch)>,
         progress: Vec<(GlobalId, String)>,
         stream_ends: Vec<(GlobalId, u64)>,
+        watermarks: Vec<(GlobalId, i64)>,
     ) -> Result<(), StorageError> {
         let _one_at_a_time = self
             .checkpointing
@@ -194,6 +199,7 @@ impl Wal {
             changes: snapshot,
             progress,
             stream_ends,
+            watermarks,
         };
         checkpoint::run(&self.shared, &self.dir, snapshot)
     }

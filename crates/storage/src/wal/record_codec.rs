@@ -1,14 +1,15 @@
 //! The bytes of one WAL record.
 //!
 //! ```text
-//! payload = [version: u8 = 3][time: u64 LE][changes: u32 LE]
+//! payload = [version: u8 = 4][time: u64 LE][changes: u32 LE]
 //!           changes × ([collection id: u64 LE][ipc length: u64 LE][Arrow IPC stream])
 //!           [positions: u32 LE] positions × ([source id: u64 LE][length: u32 LE][UTF-8])
 //!           [stream ends: u32 LE] stream ends × ([stream id: u64 LE][length: u64 LE])
+//!           [watermarks: u32 LE] watermarks × ([source id: u64 LE][microseconds: i64 LE])
 //! ```
 //!
-//! Older records still decode: version 2 has no stream ends, version 1 (written before
-//! sources existed) no positions either.
+//! Older records still decode: version 3 has no watermarks, version 2 no stream ends either,
+//! version 1 (written before sources existed) no positions either.
 //!
 //! Each change batch is one Arrow IPC *stream* (schema message, one batch, end marker) of the
 //! batch's rows with an extra non-null `Int64` column `__diff` appended last. The IPC schema
@@ -29,7 +30,9 @@ use super::WalRecord;
 use crate::StorageError;
 
 /// The payload format this code writes.
-const FORMAT_VERSION: u8 = 3;
+const FORMAT_VERSION: u8 = 4;
+/// The format before watermarks; still read.
+const FORMAT_VERSION_WITHOUT_WATERMARKS: u8 = 3;
 /// The format before stream logs; still read.
 const FORMAT_VERSION_WITHOUT_STREAM_ENDS: u8 = 2;
 /// The format before source positions; still read.
@@ -69,6 +72,12 @@ pub(crate) fn encode_record(record: &WalRecord) -> Result<Vec<u8>, StorageError>
     for (id, end) in &record.stream_ends {
         out.extend_from_slice(&id.0.to_le_bytes());
         out.extend_from_slice(&end.to_le_bytes());
+    }
+    let watermarks = u32::try_from(record.watermarks.len()).map_err(|_| too_large())?;
+    out.extend_from_slice(&watermarks.to_le_bytes());
+    for (id, watermark) in &record.watermarks {
+        out.extend_from_slice(&id.0.to_le_bytes());
+        out.extend_from_slice(&watermark.to_le_bytes());
     }
     Ok(out)
 }
@@ -117,12 +126,21 @@ pub(crate) fn decode_record_without(
         }
     }
     let mut stream_ends = Vec::new();
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_WITHOUT_WATERMARKS {
         let count = u32::from_le_bytes(take_array(&mut input)?);
         for _ in 0..count {
             let id = GlobalId(u64::from_le_bytes(take_array(&mut input)?));
             let end = u64::from_le_bytes(take_array(&mut input)?);
             stream_ends.push((id, end));
+        }
+    }
+    let mut watermarks = Vec::new();
+    if version >= FORMAT_VERSION {
+        let count = u32::from_le_bytes(take_array(&mut input)?);
+        for _ in 0..count {
+            let id = GlobalId(u64::from_le_bytes(take_array(&mut input)?));
+            let watermark = i64::from_le_bytes(take_array(&mut input)?);
+            watermarks.push((id, watermark));
         }
     }
     if !input.is_empty() {
@@ -133,6 +151,7 @@ pub(crate) fn decode_record_without(
         changes,
         progress,
         stream_ends,
+        watermarks,
     })
 }
 
@@ -232,6 +251,7 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 42,
             changes: vec![
                 (
@@ -275,6 +295,7 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(1),
@@ -295,6 +316,7 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -323,6 +345,7 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 1,
             changes: vec![(
                 GlobalId(3),
@@ -336,8 +359,8 @@ mod tests {
         let mut payload = encode_record(&record).unwrap();
         let truncated = &payload[..payload.len() - 1];
         assert!(decode_record(truncated).is_err());
-        payload[0] = 4;
-        assert!(decode_record(&payload).unwrap_err().contains("version 4"));
+        payload[0] = 5;
+        assert!(decode_record(&payload).unwrap_err().contains("version 5"));
     }
 
     #[test]
@@ -345,11 +368,12 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 4,
             changes: Vec::new(),
         };
         let mut payload = encode_record(&record).unwrap();
-        payload.truncate(payload.len() - 8);
+        payload.truncate(payload.len() - 12);
         payload[0] = FORMAT_VERSION_WITHOUT_POSITIONS;
         let decoded = decode_record(&payload).unwrap();
         assert_eq!(decoded.time, 4);
@@ -361,11 +385,12 @@ mod tests {
         let record = WalRecord {
             progress: vec![(GlobalId(5), "17".into())],
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
             time: 6,
             changes: Vec::new(),
         };
         let mut payload = encode_record(&record).unwrap();
-        payload.truncate(payload.len() - 4);
+        payload.truncate(payload.len() - 8);
         payload[0] = FORMAT_VERSION_WITHOUT_STREAM_ENDS;
         let decoded = decode_record(&payload).unwrap();
         assert_eq!(decoded.progress, vec![(GlobalId(5), "17".to_string())]);
@@ -377,10 +402,30 @@ mod tests {
         let record = WalRecord {
             progress: Vec::new(),
             stream_ends: vec![(GlobalId(8), 4096), (GlobalId(9), 0)],
+            watermarks: Vec::new(),
             time: 7,
             changes: Vec::new(),
         };
         let decoded = decode_record(&encode_record(&record).unwrap()).unwrap();
         assert_eq!(decoded.stream_ends, record.stream_ends);
+    }
+
+    #[test]
+    fn watermarks_round_trip_and_older_records_have_none() {
+        let record = WalRecord {
+            progress: vec![(GlobalId(5), "17".into())],
+            stream_ends: vec![(GlobalId(5), 512)],
+            watermarks: vec![(GlobalId(5), -3), (GlobalId(6), 1_700_000_000_000_000)],
+            time: 8,
+            changes: Vec::new(),
+        };
+        let mut payload = encode_record(&record).unwrap();
+        let decoded = decode_record(&payload).unwrap();
+        assert_eq!(decoded.watermarks, record.watermarks);
+        payload.truncate(payload.len() - 4 - 2 * 16);
+        payload[0] = FORMAT_VERSION_WITHOUT_WATERMARKS;
+        let decoded = decode_record(&payload).unwrap();
+        assert_eq!(decoded.stream_ends, record.stream_ends);
+        assert!(decoded.watermarks.is_empty());
     }
 }

@@ -102,6 +102,7 @@ pub(super) fn kv_record(time: Timestamp, changes: &[(u64, &[KvRow])]) -> WalReco
     WalRecord {
         progress: Vec::new(),
         stream_ends: Vec::new(),
+        watermarks: Vec::new(),
         time,
         changes: changes
             .iter()

@@ -67,6 +67,7 @@ fn records_survive_reopen_exactly() {
     let record = WalRecord {
         progress: Vec::new(),
         stream_ends: Vec::new(),
+        watermarks: Vec::new(),
         time: 7,
         changes: vec![
             (
@@ -111,6 +112,7 @@ fn a_batch_at_another_time_than_its_record_is_refused() {
     let record = WalRecord {
         progress: Vec::new(),
         stream_ends: Vec::new(),
+        watermarks: Vec::new(),
         time: 5,
         changes: vec![(GlobalId(1), kv_change(4, &[(1, "a", 1)]))],
     };
@@ -355,7 +357,9 @@ fn a_failed_write_fails_waiters_and_refuses_later_appends() {
             .block_on(wal.append(kv_record(3, &[(1, &[(3, "c", 1)])])))
             .unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
-        let err = wal.checkpoint(1, vec![], vec![], vec![]).unwrap_err();
+        let err = wal
+            .checkpoint(1, vec![], vec![], vec![], vec![])
+            .unwrap_err();
         assert!(matches!(err, StorageError::WalFailed(_)), "{err}");
     }
     let (wal, replay) = open(dir.path());
@@ -389,8 +393,14 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
         for record in &history[..3] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![], vec![])
-            .unwrap();
+        wal.checkpoint(
+            2,
+            snapshot_of(&kv_contents(&history[..2])),
+            vec![],
+            vec![],
+            vec![],
+        )
+        .unwrap();
         wal.append_blocking(history[3].clone()).unwrap();
         let err = wal
             .append_blocking(kv_record(2, &[(1, &[(9, "late", 1)])]))
@@ -423,10 +433,16 @@ fn checkpoint_then_reopen_yields_the_snapshot_and_later_records_only() {
             "{err}"
         );
 
-        wal.checkpoint(4, snapshot_of(&kv_contents(&history)), vec![], vec![])
-            .unwrap();
+        wal.checkpoint(
+            4,
+            snapshot_of(&kv_contents(&history)),
+            vec![],
+            vec![],
+            vec![],
+        )
+        .unwrap();
         // Not past the previous checkpoint: nothing happens, even with a wrong snapshot.
-        wal.checkpoint(3, vec![], vec![], vec![]).unwrap();
+        wal.checkpoint(3, vec![], vec![], vec![], vec![]).unwrap();
     }
     assert_eq!(
         file_names(dir.path()),
@@ -445,8 +461,14 @@ fn large_tables_are_snapshotted_in_chunks() {
     let rows: Vec<(i64, &str, Diff)> = (0..150_000).map(|k| (k, "v", 1)).collect();
     {
         let (wal, _) = open(dir.path());
-        wal.checkpoint(1, vec![(GlobalId(3), kv_change(0, &rows))], vec![], vec![])
-            .unwrap();
+        wal.checkpoint(
+            1,
+            vec![(GlobalId(3), kv_change(0, &rows))],
+            vec![],
+            vec![],
+            vec![],
+        )
+        .unwrap();
     }
     let (_wal, replay) = open(dir.path());
     assert_eq!(replay[0].changes.len(), 3);
@@ -466,6 +488,7 @@ fn a_corrupt_snapshot_fails_the_open() {
         wal.checkpoint(
             1,
             snapshot_of(&kv_contents(&[kv_record(1, &[(1, &[(1, "a", 1)])])])),
+            vec![],
             vec![],
             vec![],
         )
@@ -506,8 +529,14 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
         for record in &history[..2] {
             wal.append_blocking(record.clone()).unwrap();
         }
-        wal.checkpoint(2, snapshot_of(&kv_contents(&history[..2])), vec![], vec![])
-            .unwrap();
+        wal.checkpoint(
+            2,
+            snapshot_of(&kv_contents(&history[..2])),
+            vec![],
+            vec![],
+            vec![],
+        )
+        .unwrap();
         for record in &history[2..] {
             wal.append_blocking(record.clone()).unwrap();
         }
@@ -521,7 +550,7 @@ fn every_crash_point_of_a_checkpoint_reopens_to_the_same_contents() {
     let after = copy_dir(before.path());
     {
         let (wal, _) = open_small(after.path(), 1);
-        wal.checkpoint(4, snapshot_of(&expected), vec![], vec![])
+        wal.checkpoint(4, snapshot_of(&expected), vec![], vec![], vec![])
             .unwrap();
     }
     let new_snapshot_name = snapshot_file_name(4);
@@ -616,6 +645,7 @@ fn a_log_of_only_a_snapshot_gets_a_fresh_segment() {
             changes: snapshot_of(&kv_contents(&[kv_record(9, &[(1, &[(1, "a", 1)])])])),
             progress: Vec::new(),
             stream_ends: Vec::new(),
+            watermarks: Vec::new(),
         },
     )
     .unwrap();
@@ -658,6 +688,7 @@ fn source_positions_and_stream_ends_survive_restarts_and_checkpoints() {
             snapshot_of(&kv_contents(&replay)),
             vec![(GlobalId(5), "20".to_string())],
             vec![(GlobalId(5), 200)],
+            vec![(GlobalId(5), 1_000)],
         )
         .unwrap();
         wal.append_blocking(with_position(3, "30")).unwrap();
@@ -668,4 +699,5 @@ fn source_positions_and_stream_ends_survive_restarts_and_checkpoints() {
     assert_eq!(replay[1].progress, vec![(GlobalId(5), "30".to_string())]);
     assert_eq!(replay[0].stream_ends, vec![(GlobalId(5), 200)]);
     assert_eq!(replay[1].stream_ends, vec![(GlobalId(5), 300)]);
+    assert_eq!(replay[0].watermarks, vec![(GlobalId(5), 1_000)]);
 }

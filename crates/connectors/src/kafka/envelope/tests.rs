@@ -66,8 +66,13 @@ fn plain_values_are_inserts_and_bad_ones_are_kept_with_their_offsets() {
         record(2, None, None),
         record(3, None, Some(r#"{"id":2}"#)),
     ];
-    let (changes, errors) = decoder.changes(&records).unwrap();
+    let DecodedRecords {
+        changes,
+        errors,
+        row_partitions: partitions,
+    } = decoder.changes(&records).unwrap();
     assert_eq!(summary(&changes), [("insert", vec![1, 2])]);
+    assert_eq!(partitions.len(), 2, "one partition per inserted row");
     let Change::Insert(rows) = &changes[0].change else {
         unreachable!()
     };
@@ -95,7 +100,9 @@ fn upsert_tombstones_delete_the_key_the_record_key_names() {
         record(6, None, None),
         record(7, Some("x"), None),
     ];
-    let (changes, errors) = decoder.changes(&records).unwrap();
+    let DecodedRecords {
+        changes, errors, ..
+    } = decoder.changes(&records).unwrap();
     assert_eq!(
         summary(&changes),
         [("upsert", vec![1, 2]), ("delete", vec![1, 2, 3])]
@@ -162,7 +169,9 @@ fn debezium_events_become_upserts_and_deletes_of_a_keyed_output() {
             Some(r#"{"before":null,"after":{"id":6},"op":"r"}"#),
         ),
     ];
-    let (changes, errors) = decoder.changes(&records).unwrap();
+    let DecodedRecords {
+        changes, errors, ..
+    } = decoder.changes(&records).unwrap();
     assert_eq!(
         summary(&changes),
         [
@@ -191,7 +200,9 @@ fn debezium_updates_of_an_output_without_a_key_delete_before_and_insert_after() 
         ),
         record(2, None, Some(r#"{"before":{"id":2,"name":"b"},"op":"d"}"#)),
     ];
-    let (changes, errors) = decoder.changes(&records).unwrap();
+    let DecodedRecords {
+        changes, errors, ..
+    } = decoder.changes(&records).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(
         summary(&changes),
