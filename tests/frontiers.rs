@@ -43,6 +43,7 @@ async fn frontiers_list_every_arrangement_and_advance_with_writes() {
     assert_eq!(
         listed,
         [
+            "fluxion_catalog|late_events|system relation",
             "public|orders|table",
             "fluxion_catalog|source_errors|system relation",
             "public|totals|materialized view",
@@ -54,7 +55,7 @@ async fn frontiers_list_every_arrangement_and_advance_with_writes() {
     let caught_up = "SELECT count(*) FROM fluxion_catalog.frontiers \
                      WHERE since <= upper AND lag_ms < 60000";
     let deadline = Instant::now() + Duration::from_secs(10);
-    while rows(&client, caught_up).await != ["4"] {
+    while rows(&client, caught_up).await != ["5"] {
         assert!(Instant::now() < deadline, "the frontiers did not catch up");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -85,7 +86,7 @@ async fn frontiers_list_every_arrangement_and_advance_with_writes() {
         "SELECT object_name FROM fluxion_catalog.frontiers ORDER BY object_name",
     )
     .await;
-    assert_eq!(left, ["orders", "source_errors", "totals"]);
+    assert_eq!(left, ["late_events", "orders", "source_errors", "totals"]);
 }
 
 /// The `records` and `batches` of `object` in `fluxion_catalog.arrangement_sizes`, if listed.
@@ -161,6 +162,10 @@ async fn arrangement_sizes_count_every_update_a_dataflow_holds() {
              ORDER BY object_name"
         )
         .await,
-        ["readings|table", "source_errors|system relation"]
+        [
+            "late_events|system relation",
+            "readings|table",
+            "source_errors|system relation"
+        ]
     );
 }

@@ -55,8 +55,8 @@ impl SourceCommitter for Coordinator {
 impl Coordinator {
     /// Makes one batch of the source wired as `wiring` durable with its position, then
     /// visible: its changes, its bad records (in `source_errors` and the error table), its
-    /// late rows (in `late_events`), its position and watermark in one log record, at one timestamp, which it returns (`None` if there
-    /// was nothing to commit).
+    /// late rows (in `late_events`), its position and its watermark in one log record, at
+    /// one timestamp, which it returns (`None` if there was nothing to commit).
     pub(crate) async fn commit_source_batch(
         &self,
         wiring: &SourceWiring,

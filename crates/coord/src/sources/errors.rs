@@ -1,8 +1,9 @@
-//! The system relation `fluxion_catalog.source_errors` (its columns are `system_catalog`'s,
-//! the rows of bad records `pipelines`'), as compute holds it.
+//! The system relations source batches write: `fluxion_catalog.source_errors` (its columns
+//! are `system_catalog`'s, the rows of bad records `pipelines`'), and how compute holds them.
 
 use std::sync::Arc;
 
+use repr::{GlobalId, RelationDesc};
 use system_catalog::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 
 use crate::coordinator::Coordinator;
@@ -13,21 +14,24 @@ impl Coordinator {
     /// Makes `fluxion_catalog.source_errors` readable and writable; at startup, before the
     /// log is replayed.
     pub(crate) fn install_source_errors(&self) -> Result<(), CoordError> {
-        let codecs = TableCodecs::new(
-            SOURCE_ERRORS_NAME,
-            &source_errors_desc(),
-            Default::default(),
-        )?;
-        self.compute.create_input(
-            SOURCE_ERRORS,
-            compute::ArrangementLayout::BySelf,
-            0,
-            SOURCE_ERRORS_NAME,
-        );
+        self.install_system_relation(SOURCE_ERRORS, SOURCE_ERRORS_NAME, &source_errors_desc())
+    }
+
+    /// Makes system relation `id` (`fluxion_catalog.<name>`, columns `desc`), which source
+    /// batches write, readable and writable like a table.
+    pub(super) fn install_system_relation(
+        &self,
+        id: GlobalId,
+        name: &str,
+        desc: &RelationDesc,
+    ) -> Result<(), CoordError> {
+        let codecs = TableCodecs::new(name, desc, Default::default())?;
+        self.compute
+            .create_input(id, compute::ArrangementLayout::BySelf, 0, name);
         self.table_codecs
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(SOURCE_ERRORS, Arc::new(codecs));
+            .insert(id, Arc::new(codecs));
         Ok(())
     }
 }

@@ -16,7 +16,6 @@ use system_catalog::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::table_rows::TableCodecs;
 
 impl Coordinator {
     /// The watermark of the source `create` declares over columns `schema`, resuming at
@@ -66,18 +65,7 @@ impl Coordinator {
     /// Makes `fluxion_catalog.late_events` readable and writable; at startup, before the log
     /// is replayed.
     pub(crate) fn install_late_events(&self) -> Result<(), CoordError> {
-        let codecs = TableCodecs::new(LATE_EVENTS_NAME, &late_events_desc(), Default::default())?;
-        self.compute.create_input(
-            LATE_EVENTS,
-            compute::ArrangementLayout::BySelf,
-            0,
-            LATE_EVENTS_NAME,
-        );
-        self.table_codecs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(LATE_EVENTS, Arc::new(codecs));
-        Ok(())
+        self.install_system_relation(LATE_EVENTS, LATE_EVENTS_NAME, &late_events_desc())
     }
 }
 

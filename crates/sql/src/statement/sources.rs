@@ -71,13 +71,6 @@ impl CreateSource {
         !self.constraints.is_empty()
     }
 
-    /// The column `WATERMARK FOR` names.
-    pub fn watermark_column(&self) -> Option<String> {
-        self.watermark
-            .as_ref()
-            .map(|(column, _)| fold_ident(column))
-    }
-
     /// What `WATERMARK FOR column AS column [- INTERVAL '…']` declares (`state` evaluates
     /// the interval). Other expressions are refused: a watermark trails the largest event
     /// time seen by a fixed delay.
