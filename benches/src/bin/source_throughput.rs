@@ -6,7 +6,8 @@
 //! how far compute trails the source: flow control keeps it to a few batches), and the
 //! server's resident memory, until every bid has arrived. Prints the sustained events/s
 //! (events of the whole sequence, all three tables' worth, per second), the memory over the
-//! run, and the data directory's size on disk.
+//! run, and the data directory's size on disk. With `--watermark-seconds`, the source declares
+//! a watermark on `date_time`, and the run ends with the watermark and the late rows.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,6 +26,10 @@ struct Args {
     /// Dataflow worker threads of the server.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Declare a watermark on the bids' `date_time` trailing by this many seconds (the cost
+    /// of tracking event time and lateness on every batch).
+    #[arg(long)]
+    watermark_seconds: Option<u64>,
 }
 
 /// One sample of the run.
@@ -42,9 +47,17 @@ async fn main() -> Result<(), String> {
     let sql = |e: tokio_postgres::Error| e.to_string();
     let bids = args.events / 50 * 46 + (args.events % 50).saturating_sub(4);
     let started = Instant::now();
+    let columns = match args.watermark_seconds {
+        Some(delay) => format!(
+            "(auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, \
+              date_time TIMESTAMP, extra TEXT, \
+              WATERMARK FOR date_time AS date_time - INTERVAL '{delay}' SECOND)"
+        ),
+        None => String::new(),
+    };
     client
         .batch_execute(&format!(
-            "CREATE SOURCE bid WITH (connector = 'nexmark', nexmark.table.type = 'Bid', \
+            "CREATE SOURCE bid {columns} WITH (connector = 'nexmark', nexmark.table.type = 'Bid', \
                nexmark.event.rate = '0', nexmark.event.num = '{}');
              CREATE MATERIALIZED VIEW bid_count AS SELECT count(*) AS n FROM bid;",
             args.events
@@ -87,6 +100,21 @@ async fn main() -> Result<(), String> {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
+    if args.watermark_seconds.is_some() {
+        let row = client
+            .query_one(
+                "SELECT watermark::text, late_rows::bigint FROM fluxion_catalog.source_stats \
+                 WHERE source_name = 'bid'",
+                &[],
+            )
+            .await
+            .map_err(sql)?;
+        println!(
+            "watermark {}, late rows {}",
+            row.get::<_, Option<String>>(0).unwrap_or_default(),
+            row.get::<_, i64>(1)
+        );
+    }
     println!(
         "{} events ({bids} bids) in {elapsed:.1} s: {:.0} events/s sustained",
         args.events,
