@@ -245,3 +245,164 @@ async fn an_idle_partition_stops_holding_the_watermark_back() {
         ]
     );
 }
+
+/// The JSON lines of the finished files a file sink wrote to `dir`, as `window_start|n|diff`.
+fn sink_lines(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("the sink's directory")
+        .map(|e| e.expect("an entry").file_name())
+        .filter(|name| !name.to_string_lossy().starts_with('.'))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .flat_map(|name| {
+            let text = std::fs::read_to_string(dir.join(name)).expect("a sink file");
+            text.lines()
+                .map(|line| {
+                    let change: serde_json::Value = serde_json::from_str(line).expect("JSON");
+                    format!(
+                        "{}|{}|{}",
+                        change["window_start"].as_str().unwrap_or("?"),
+                        change["n"],
+                        change["_diff"]
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emit_on_window_close_view_shows_each_window_once_when_it_closes() {
+    let data = tempfile::tempdir().expect("a temporary directory");
+    let out = tempfile::tempdir().expect("an output directory");
+    let mut server = TestServer::start_in(data.path());
+    let client = server.connect().await;
+    let query = "SELECT window_start, count(*) AS n \
+                 FROM TUMBLE(clicks, ts, INTERVAL '10' SECOND) GROUP BY window_start";
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE clicks (id bigint NOT NULL, ts timestamp NOT NULL,
+                 WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE MATERIALIZED VIEW live AS {query};
+             CREATE MATERIALIZED VIEW closed AS {query} EMIT ON WINDOW CLOSE;
+             CREATE SINK out FROM closed WITH (connector = 'file', path = '{}',
+                 rotate.interval = '200ms');",
+            out.path().display()
+        ))
+        .await
+        .expect("a source, its views and a sink");
+    let port = server.http_port();
+    let closed = "SELECT window_start, n FROM closed ORDER BY window_start";
+    let live = "SELECT window_start, n FROM live ORDER BY window_start";
+
+    // Out of order; the watermark reaches 15 s: [0 s, 10 s) has closed, [10 s, 20 s) has not.
+    post_clicks(port, &[(1, 12), (2, 3), (3, 20)]);
+    assert_eq!(rows(&client, closed).await, ["2026-01-01 00:00:00|1"]);
+
+    // 14 s is late but its window is open: it counts. 9 s is late for a window that has
+    // closed: the live view corrects it, the closed one never changes. 26 s moves the
+    // watermark to 21 s, which closes [10 s, 20 s).
+    post_clicks(port, &[(4, 14), (5, 9), (6, 26)]);
+    let before_restart = ["2026-01-01 00:00:00|1", "2026-01-01 00:00:10|2"];
+    assert_eq!(rows(&client, closed).await, before_restart);
+    assert_eq!(
+        rows(&client, live).await,
+        [
+            "2026-01-01 00:00:00|2",
+            "2026-01-01 00:00:10|2",
+            "2026-01-01 00:00:20|2"
+        ]
+    );
+    wait_for(
+        &client,
+        "SELECT rows_delivered FROM fluxion_catalog.sink_stats WHERE sink_name = 'out'",
+        "2",
+        Duration::from_secs(30),
+    )
+    .await;
+
+    // After a SIGKILL the view is rebuilt from the source's history as it happened: the row
+    // that came after its window closed stays out.
+    server.kill();
+    drop(client);
+    let server = TestServer::start_in(data.path());
+    let client = server.connect().await;
+    assert_eq!(rows(&client, closed).await, before_restart);
+    post_clicks(server.http_port(), &[(7, 40)]);
+    assert_eq!(
+        rows(&client, closed).await,
+        [
+            "2026-01-01 00:00:00|1",
+            "2026-01-01 00:00:10|2",
+            "2026-01-01 00:00:20|2"
+        ]
+    );
+    // The sink wrote each window once, as an insert, across the crash.
+    let expected = [
+        "2026-01-01T00:00:00|1|1",
+        "2026-01-01T00:00:10|2|1",
+        "2026-01-01T00:00:20|2|1",
+    ];
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sink_lines(out.path()).len() < expected.len() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink_lines(out.path()), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emit_on_window_close_needs_a_window_a_watermark_closes() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE SOURCE clicks (id bigint NOT NULL, ts timestamp NOT NULL,
+                 WATERMARK FOR ts AS ts)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE SOURCE plain (id bigint NOT NULL, ts timestamp NOT NULL)
+               WITH (connector = 'webhook', secret = 's');",
+        )
+        .await
+        .expect("sources");
+    for (sql, code) in [
+        (
+            "CREATE MATERIALIZED VIEW v AS SELECT id, count(*) FROM clicks GROUP BY id \
+             EMIT ON WINDOW CLOSE",
+            "42000",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW v AS SELECT window_start, count(*) \
+             FROM TUMBLE(plain, ts, INTERVAL '1' SECOND) GROUP BY window_start \
+             EMIT ON WINDOW CLOSE",
+            "42000",
+        ),
+        (
+            "CREATE VIEW v AS SELECT * FROM clicks EMIT ON WINDOW CLOSE",
+            "0A000",
+        ),
+    ] {
+        let failure = error_code(&client, sql).await;
+        assert!(failure.starts_with(code), "{sql}: {failure}");
+    }
+    // HOP and CUMULATE windows close too, on either bound, and a view may end in a FROM.
+    client
+        .batch_execute(
+            "CREATE MATERIALIZED VIEW hops AS SELECT window_end, count(*) AS n \
+               FROM HOP(clicks, ts, INTERVAL '1' SECOND, INTERVAL '4' SECOND) \
+               GROUP BY window_end EMIT ON WINDOW CLOSE;
+             CREATE MATERIALIZED VIEW days AS SELECT window_start, window_end, count(*) AS n \
+               FROM CUMULATE(clicks, ts, INTERVAL '1' HOUR, INTERVAL '1' DAY) \
+               GROUP BY window_start, window_end EMIT ON WINDOW CLOSE;
+             CREATE MATERIALIZED VIEW everything AS SELECT * FROM TUMBLE(clicks, ts, \
+               INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE;",
+        )
+        .await
+        .expect("windowed views that emit on close");
+    let shown = row(&client, "SHOW CREATE VIEW hops").await;
+    let definition = shown[1].clone().unwrap_or_default();
+    assert!(definition.ends_with("EMIT ON WINDOW CLOSE"), "{definition}");
+}

@@ -91,6 +91,19 @@ pub(crate) enum Command {
         rows: Arc<Vec<(Row, Timestamp, Diff)>>,
         done: UnboundedSender<()>,
     },
+    /// Source `source`'s watermark is `watermark` (microseconds) from `time` on; sent before
+    /// the inputs pass `time`.
+    AdvanceWatermark {
+        source: GlobalId,
+        time: Timestamp,
+        watermark: i64,
+    },
+    /// Give the dataflow `dataflow` the history of source `source`'s watermark.
+    HydrateWatermarks {
+        dataflow: GlobalId,
+        source: GlobalId,
+        steps: Arc<Vec<(Timestamp, i64)>>,
+    },
     /// Close every input up to (not including) `upper`.
     AdvanceInputs { upper: Timestamp },
     /// Read an arrangement.

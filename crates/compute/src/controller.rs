@@ -251,6 +251,32 @@ impl ComputeController {
         Ok(())
     }
 
+    /// Tells the dataflows waiting for source `source`'s watermark that it is `watermark`
+    /// (microseconds) from `time` on. Sent before the inputs pass `time`.
+    pub fn advance_watermark(&self, source: GlobalId, time: Timestamp, watermark: i64) {
+        self.broadcast(|| Command::AdvanceWatermark {
+            source,
+            time,
+            watermark,
+        });
+    }
+
+    /// Gives the new dataflow `dataflow` the history of source `source`'s watermark, as
+    /// `(time, watermark)` steps; before its inputs pass the times it replays.
+    pub fn hydrate_watermarks(
+        &self,
+        dataflow: GlobalId,
+        source: GlobalId,
+        steps: Vec<(Timestamp, i64)>,
+    ) {
+        let steps = Arc::new(steps);
+        self.broadcast(|| Command::HydrateWatermarks {
+            dataflow,
+            source,
+            steps: steps.clone(),
+        });
+    }
+
     /// Declares every input complete for times before `upper`.
     pub fn advance_inputs(&self, upper: Timestamp) {
         self.broadcast(|| Command::AdvanceInputs { upper });

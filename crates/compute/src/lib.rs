@@ -25,6 +25,7 @@ mod render;
 mod row_container;
 mod stream;
 mod subscribe;
+mod watermarks;
 mod worker;
 
 pub use arrangement::ArrangementLayout;

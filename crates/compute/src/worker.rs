@@ -24,6 +24,7 @@ use crate::peek::{self, PeekRead};
 use crate::render::{self, RenderContext};
 use crate::stream::{StreamInputs, StreamReader};
 use crate::subscribe::{self, SinkMessage};
+use crate::watermarks::WatermarkReaders;
 
 /// The state of one worker thread.
 pub(crate) struct ComputeWorker<'w> {
@@ -42,6 +43,8 @@ pub(crate) struct ComputeWorker<'w> {
     inputs: BTreeMap<GlobalId, InputSession<Timestamp, (Row, Row), Diff>>,
     /// The streams, each with the inputs of the dataflows reading it.
     streams: BTreeMap<GlobalId, StreamInputs>,
+    /// The watermark logs of the dataflows that wait for watermarks.
+    watermarks: WatermarkReaders,
     /// The subscriptions' dataflows, by subscription.
     subscriptions: BTreeMap<GlobalId, usize>,
     /// Peeks waiting for their arrangement to catch up with their time.
@@ -72,6 +75,7 @@ impl<'w> ComputeWorker<'w> {
             arrangements: BTreeMap::new(),
             inputs: BTreeMap::new(),
             streams: BTreeMap::new(),
+            watermarks: WatermarkReaders::default(),
             subscriptions: BTreeMap::new(),
             pending_peeks: Vec::new(),
             reading_peeks: Vec::new(),
@@ -139,6 +143,16 @@ impl<'w> ComputeWorker<'w> {
                 }
                 let _ = done.send(());
             }
+            Command::AdvanceWatermark {
+                source,
+                time,
+                watermark,
+            } => self.watermarks.advance(source, time, watermark),
+            Command::HydrateWatermarks {
+                dataflow,
+                source,
+                steps,
+            } => self.watermarks.hydrate(dataflow, source, &steps),
             Command::AdvanceInputs { upper } => {
                 for input in self.inputs.values_mut() {
                     if *input.time() < upper {
@@ -190,6 +204,7 @@ impl<'w> ComputeWorker<'w> {
         let arrangements = &mut self.arrangements;
         let streams = &self.streams;
         let mut stream_readers = BTreeMap::new();
+        let mut watermark_logs = Vec::new();
         let errors = self.errors.clone();
         let layout = desc.layout.clone();
         let result = self.timely.dataflow_named(&desc.debug_name, |scope| {
@@ -201,6 +216,7 @@ impl<'w> ComputeWorker<'w> {
                 stream_collections: BTreeMap::new(),
                 dataflow: desc.id,
                 errors,
+                watermark_logs: &mut watermark_logs,
             };
             let rows = context.render(&desc.plan)?;
             let pairs = match &layout {
@@ -223,6 +239,7 @@ impl<'w> ComputeWorker<'w> {
                 self.size_log
                     .own(desc.id, first_operator..self.timely.peek_identifier());
                 self.add_stream_readers(desc.id, stream_readers);
+                self.watermarks.add(desc.id, watermark_logs);
                 self.register(desc.id, trace, layout, dataflow_index)
             }
             Err(e) => {
@@ -250,6 +267,7 @@ impl<'w> ComputeWorker<'w> {
         let arrangements = &mut self.arrangements;
         let streams = &self.streams;
         let mut stream_readers = BTreeMap::new();
+        let mut watermark_logs = Vec::new();
         let errors = self.errors.clone();
         let worker = self.timely.index();
         let result = self
@@ -263,6 +281,7 @@ impl<'w> ComputeWorker<'w> {
                     stream_collections: BTreeMap::new(),
                     dataflow: desc.id,
                     errors,
+                    watermark_logs: &mut watermark_logs,
                 };
                 let rows = context.render(&desc.plan)?;
                 subscribe::render_sink(rows, desc.as_of, worker, desc.sender.clone());
@@ -271,6 +290,7 @@ impl<'w> ComputeWorker<'w> {
         match result {
             Ok(()) => {
                 self.add_stream_readers(desc.id, stream_readers);
+                self.watermarks.add(desc.id, watermark_logs);
                 self.subscriptions.insert(desc.id, dataflow_index);
             }
             Err(e) => {
@@ -352,6 +372,7 @@ impl<'w> ComputeWorker<'w> {
         for stream in self.streams.values_mut() {
             stream.remove_readers(id);
         }
+        self.watermarks.remove(id);
         if let Some(arrangement) = self.arrangements.remove(&id) {
             self.timely.drop_dataflow(arrangement.dataflow_index);
         }

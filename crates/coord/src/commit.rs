@@ -379,6 +379,7 @@ impl Coordinator {
         }
         for (source, watermark) in effects.watermarks {
             self.sources.set_watermark(source, watermark);
+            self.compute.advance_watermark(source, time, watermark);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);

@@ -174,7 +174,7 @@ impl Coordinator {
             return Ok(ExecuteResponse::command(tag));
         }
         let lowered = match kind {
-            ItemKind::MaterializedView => Some(self.lower_view(&planned)?),
+            ItemKind::MaterializedView => Some(self.lower_materialized_view(&create, &planned)?),
             _ => None,
         };
         let id = self.record_item(
@@ -187,9 +187,12 @@ impl Coordinator {
         let installed = match lowered {
             Some(plan) => {
                 let imports = plan.imports();
+                let waits_for = plan.watermark_sources();
                 match self.install_materialized_view(id, &create_sql, planned, plan) {
                     Ok(()) => {
-                        self.hydrate_streams(id, imports, self.oracle.read_time())
+                        let watermarks = self.sources.watermarks().into_iter().collect();
+                        let start = self.oracle.read_time();
+                        self.hydrate_view(id, imports, &waits_for, start, &watermarks)
                             .await
                     }
                     Err(e) => Err(e),
@@ -451,6 +454,26 @@ impl Coordinator {
 
     pub(crate) fn lower_view(&self, planned: &PlannedView) -> Result<Plan, CoordError> {
         Ok(sql::lower(&self.base_state, &planned.logical)?)
+    }
+
+    /// The dataflow plan of materialized view `create`: its query lowered and, with `EMIT ON
+    /// WINDOW CLOSE`, under an operator that lets each row out once its window has closed.
+    pub(crate) fn lower_materialized_view(
+        &self,
+        create: &CreateView,
+        planned: &PlannedView,
+    ) -> Result<Plan, CoordError> {
+        let plan = self.lower_view(planned)?;
+        if !create.emit_on_window_close {
+            return Ok(plan);
+        }
+        plan::emit_on_window_close(plan, &|id| self.watermark_column(id)).ok_or_else(|| {
+            CoordError::invalid(
+                "EMIT ON WINDOW CLOSE needs a column that a watermark closes: select the \
+                 window_start or window_end of a window over a source with a WATERMARK, and \
+                 group by it",
+            )
+        })
     }
 
     pub(crate) fn install_view(

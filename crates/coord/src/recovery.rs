@@ -9,6 +9,7 @@
 //! each source's connector resumes after the last position the WAL or its stream log holds
 //! for it. Reads are admitted once every dataflow has caught up.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use repr::{GlobalId, ItemKind, Timestamp};
@@ -85,6 +86,13 @@ impl Coordinator {
             .last()
             .map_or(floor, |commit| commit.time.max(floor));
         let replayed = self.replay(&records)? + self.replay(&stream_commits)?;
+        let mut watermarks: HashMap<GlobalId, i64> = HashMap::new();
+        for record in records.iter().chain(&stream_commits) {
+            for (id, watermark) in &record.watermarks {
+                let kept = watermarks.entry(*id).or_insert(*watermark);
+                *kept = (*kept).max(*watermark);
+            }
+        }
         self.compute.advance_inputs(floor + 1);
         self.oracle.mark_committed(floor);
         let mut dataflows: Vec<GlobalId> = Vec::new();
@@ -109,10 +117,12 @@ impl Coordinator {
                 }
                 (ItemKind::MaterializedView, Statement::CreateView(create)) => {
                     let planned = self.plan_view(&create).await?;
-                    let plan = self.lower_view(&planned)?;
+                    let plan = self.lower_materialized_view(&create, &planned)?;
                     let imports = plan.imports();
+                    let waits_for = plan.watermark_sources();
                     self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
-                    self.hydrate_streams(item.id, imports, floor).await?;
+                    self.hydrate_view(item.id, imports, &waits_for, floor, &watermarks)
+                        .await?;
                     dataflows.push(item.id);
                 }
                 (ItemKind::Index, Statement::CreateIndex(create)) => {
@@ -142,14 +152,9 @@ impl Coordinator {
         }
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);
-        let mut positions = std::collections::HashMap::new();
-        let mut watermarks: std::collections::HashMap<GlobalId, i64> = Default::default();
+        let mut positions = HashMap::new();
         for record in records.iter().chain(&stream_commits) {
             positions.extend(record.progress.iter().cloned());
-            for (id, watermark) in &record.watermarks {
-                let kept = watermarks.entry(*id).or_insert(*watermark);
-                *kept = (*kept).max(*watermark);
-            }
         }
         for (id, create) in &sources {
             let resume = positions.remove(id);

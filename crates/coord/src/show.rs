@@ -153,7 +153,11 @@ impl Coordinator {
             Explain::View(mut create) => {
                 create.prepare(&ctx)?;
                 let planned = self.plan_view(&create).await?;
-                self.lower_view(&planned)?
+                if create.materialized {
+                    self.lower_materialized_view(&create, &planned)?
+                } else {
+                    self.lower_view(&planned)?
+                }
             }
         };
         let text = plan::explain(&plan);

@@ -1,6 +1,8 @@
 //! Hydration: a dataflow that reads streams (append-only sources, whose logs `pipelines`
 //! keeps, see [`pipelines::Streams`]) is fed their history once, when it is built.
 
+use std::collections::HashMap;
+
 use repr::{Diff, GlobalId, Row, Timestamp};
 
 use crate::coordinator::Coordinator;
@@ -18,13 +20,66 @@ impl Coordinator {
     pub(crate) async fn hydrate_streams(
         &self,
         dataflow: GlobalId,
-        mut imports: Vec<GlobalId>,
+        imports: Vec<GlobalId>,
         start: Timestamp,
     ) -> Result<(), CoordError> {
         let time = self.oracle.read_time();
+        if !self
+            .feed_streams(dataflow, imports, start, time)
+            .await?
+            .is_empty()
+        {
+            self.compute.advance_inputs(time + 1);
+        }
+        Ok(())
+    }
+
+    /// Feeds a new materialized view's dataflow `dataflow`, whose plan reads `imports`. A
+    /// view that waits for watermarks (`waits_for`, the sources whose watermarks close its
+    /// windows) is fed the streams' history at the times it was committed, from the start,
+    /// with each source's watermark history, so that its windows close as they did when the
+    /// rows arrived (a row that came after its window closed stays out of it). A source that
+    /// is not a stream has no history of its watermark: its latest (in `watermarks`) holds
+    /// from `start` on. Any other view is fed as [`Self::hydrate_streams`] does.
+    pub(crate) async fn hydrate_view(
+        &self,
+        dataflow: GlobalId,
+        imports: Vec<GlobalId>,
+        waits_for: &[GlobalId],
+        start: Timestamp,
+        watermarks: &HashMap<GlobalId, i64>,
+    ) -> Result<(), CoordError> {
+        if waits_for.is_empty() {
+            return self.hydrate_streams(dataflow, imports, start).await;
+        }
+        let time = self.oracle.read_time();
+        let mut histories = self.feed_streams(dataflow, imports, 0, time).await?;
+        for &source in waits_for {
+            let steps = histories.remove(&source).unwrap_or_else(|| {
+                watermarks
+                    .get(&source)
+                    .map(|watermark| vec![(start, *watermark)])
+                    .unwrap_or_default()
+            });
+            self.compute.hydrate_watermarks(dataflow, source, steps);
+        }
+        self.compute.advance_inputs(time + 1);
+        Ok(())
+    }
+
+    /// Feeds `dataflow` the history through `time` of the streams among `imports`, rows no
+    /// earlier than `start`; returns each stream's watermark history, as `(time, watermark)`
+    /// steps, by stream.
+    async fn feed_streams(
+        &self,
+        dataflow: GlobalId,
+        mut imports: Vec<GlobalId>,
+        start: Timestamp,
+        time: Timestamp,
+    ) -> Result<HashMap<GlobalId, Vec<(Timestamp, i64)>>, CoordError> {
         imports.sort();
         imports.dedup();
-        let mut hydrated = false;
+        let mut histories = HashMap::new();
         for stream in imports {
             let Some(log) = self.streams.get(stream) else {
                 continue;
@@ -38,7 +93,8 @@ impl Coordinator {
                 .ok_or_else(|| CoordError::Internal(format!("stream {stream} has no codecs")))?;
             let mut rows = 0usize;
             let mut chunk: Vec<(Row, Timestamp, Diff)> = Vec::new();
-            for batch in log.read_through(time)? {
+            let mut reader = log.read_through(time)?;
+            for batch in reader.by_ref() {
                 let batch = batch?;
                 let encoded = codecs
                     .rows
@@ -62,11 +118,8 @@ impl Coordinator {
                 self.compute.hydrate_stream(dataflow, stream, chunk).await?;
             }
             tracing::info!(%dataflow, %stream, rows, "dataflow fed the stream's history");
-            hydrated = true;
+            histories.insert(stream, reader.watermark_steps().to_vec());
         }
-        if hydrated {
-            self.compute.advance_inputs(time + 1);
-        }
-        Ok(())
+        Ok(histories)
     }
 }

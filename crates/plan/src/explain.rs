@@ -97,6 +97,20 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 .join(", "),
             limit.map(|l| l.to_string()).unwrap_or_else(|| "ALL".into())
         ),
+        Plan::EmitOnWindowClose { closing, .. } => {
+            writeln!(
+                out,
+                "{pad}EmitOnWindowClose closing on [{}]",
+                closing_list(closing)
+            )
+        }
+        Plan::ForgetClosed { closing, .. } => {
+            writeln!(
+                out,
+                "{pad}ForgetClosed closing on [{}]",
+                closing_list(closing)
+            )
+        }
     };
     match plan {
         Plan::Get { .. } | Plan::Constant { .. } => {}
@@ -104,13 +118,23 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
         | Plan::Unnest { input, .. }
         | Plan::Reduce { input, .. }
         | Plan::Distinct { input }
-        | Plan::TopK { input, .. } => write_plan(input, depth + 1, out),
+        | Plan::TopK { input, .. }
+        | Plan::EmitOnWindowClose { input, .. }
+        | Plan::ForgetClosed { input, .. } => write_plan(input, depth + 1, out),
         Plan::Join { left, right, .. } => {
             write_plan(left, depth + 1, out);
             write_plan(right, depth + 1, out);
         }
         Plan::Union { inputs, .. } => inputs.iter().for_each(|i| write_plan(i, depth + 1, out)),
     }
+}
+
+fn closing_list(closing: &[crate::ClosingColumn]) -> String {
+    closing
+        .iter()
+        .map(|c| format!("#{}", c.column))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn sort_column(c: &SortColumn) -> String {

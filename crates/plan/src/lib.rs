@@ -18,8 +18,10 @@ use repr::{Diff, GlobalId, Row};
 use datafusion::arrow;
 
 mod explain;
+pub mod window_close;
 
 pub use explain::explain;
+pub use window_close::{closing_columns, emit_on_window_close, ClosingColumn};
 
 /// A scalar expression evaluated over the columns of an operator's input.
 pub type ScalarExpr = Arc<dyn PhysicalExpr>;
@@ -127,6 +129,25 @@ pub enum Plan {
         /// Rows kept after the offset (`None`: all).
         limit: Option<usize>,
     },
+    /// `EMIT ON WINDOW CLOSE`: each row of the input once, when it is closed (see
+    /// [`window_close`]): its value in one of the closing columns has fallen below that
+    /// column's bound. Changes to a row after it closed (from late rows) are dropped, so the
+    /// output only grows.
+    EmitOnWindowClose {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The columns that close its rows.
+        closing: Vec<ClosingColumn>,
+    },
+    /// The input's updates, and each row retracted just after it closes (see
+    /// [`window_close`]); changes to closed rows are dropped. Below the aggregation of an
+    /// `EMIT ON WINDOW CLOSE`, it makes the aggregation forget the windows emitted.
+    ForgetClosed {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The columns that close its rows.
+        closing: Vec<ClosingColumn>,
+    },
 }
 
 /// How a join treats unmatched rows.
@@ -212,7 +233,10 @@ impl Plan {
             | Plan::Join { schema, .. }
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. } => schema,
-            Plan::Distinct { input } | Plan::TopK { input, .. } => input.schema(),
+            Plan::Distinct { input }
+            | Plan::TopK { input, .. }
+            | Plan::EmitOnWindowClose { input, .. }
+            | Plan::ForgetClosed { input, .. } => input.schema(),
         }
     }
 
@@ -225,6 +249,41 @@ impl Plan {
         ids
     }
 
+    /// The sources whose watermarks an `EMIT ON WINDOW CLOSE` in the plan waits for.
+    pub fn watermark_sources(&self) -> Vec<GlobalId> {
+        let mut ids = Vec::new();
+        self.collect_watermark_sources(&mut ids);
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    fn collect_watermark_sources(&self, ids: &mut Vec<GlobalId>) {
+        match self {
+            Plan::EmitOnWindowClose { input, closing } | Plan::ForgetClosed { input, closing } => {
+                ids.extend(
+                    closing
+                        .iter()
+                        .flat_map(|c| c.terms.iter().map(|t| t.source)),
+                );
+                input.collect_watermark_sources(ids);
+            }
+            Plan::Get { .. } | Plan::Constant { .. } => {}
+            Plan::Map { input, .. }
+            | Plan::Unnest { input, .. }
+            | Plan::Reduce { input, .. }
+            | Plan::Distinct { input }
+            | Plan::TopK { input, .. } => input.collect_watermark_sources(ids),
+            Plan::Join { left, right, .. } => {
+                left.collect_watermark_sources(ids);
+                right.collect_watermark_sources(ids);
+            }
+            Plan::Union { inputs, .. } => {
+                inputs.iter().for_each(|i| i.collect_watermark_sources(ids))
+            }
+        }
+    }
+
     fn collect_imports(&self, ids: &mut Vec<GlobalId>) {
         match self {
             Plan::Get { id, .. } => ids.push(*id),
@@ -233,7 +292,9 @@ impl Plan {
             | Plan::Unnest { input, .. }
             | Plan::Reduce { input, .. }
             | Plan::Distinct { input }
-            | Plan::TopK { input, .. } => input.collect_imports(ids),
+            | Plan::TopK { input, .. }
+            | Plan::EmitOnWindowClose { input, .. }
+            | Plan::ForgetClosed { input, .. } => input.collect_imports(ids),
             Plan::Join { left, right, .. } => {
                 left.collect_imports(ids);
                 right.collect_imports(ids);

@@ -344,6 +344,7 @@ impl ChangeLog {
             path: self.path.clone(),
             through,
             stopped_at: None,
+            watermark_steps: Vec::new(),
         })
     }
 
@@ -361,6 +362,8 @@ pub struct ChangeLogReader {
     through: Timestamp,
     /// Where the first batch past `through` starts, once one was seen.
     stopped_at: Option<u64>,
+    /// The watermarks of this log's source that the frames read so far recorded.
+    watermark_steps: Vec<(Timestamp, i64)>,
 }
 
 impl Iterator for ChangeLogReader {
@@ -389,6 +392,9 @@ impl Iterator for ChangeLogReader {
                 self.stopped_at = Some(offset);
                 return None;
             }
+            let watermarks = record.watermarks.iter().filter(|(id, _)| *id == self.id);
+            self.watermark_steps
+                .extend(watermarks.map(|(_, watermark)| (record.time, *watermark)));
             let own = record.changes.into_iter().find(|(id, _)| *id == self.id);
             if let Some((_, batch)) = own {
                 return Some(Ok(batch));
@@ -402,6 +408,12 @@ impl ChangeLogReader {
     /// past `through` is left for it).
     pub fn offset(&self) -> u64 {
         self.stopped_at.unwrap_or_else(|| self.frames.offset())
+    }
+
+    /// The `(time, watermark)` steps of this log's source recorded in the frames read so
+    /// far: a stream's watermark history, once the reader is through.
+    pub fn watermark_steps(&self) -> &[(Timestamp, i64)] {
+        &self.watermark_steps
     }
 
     fn corrupt(&self, offset: u64, reason: String) -> StorageError {

@@ -12,13 +12,14 @@ mod map_filter;
 mod reduce;
 mod top_k;
 mod unnest;
+mod window_close;
 
 use std::collections::BTreeMap;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::VecCollection;
-use plan::{JoinKind, Plan};
+use plan::{ClosingColumn, JoinKind, Plan};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use timely::dataflow::Scope;
 
@@ -26,6 +27,8 @@ use crate::arrangement::ArrangementRegistry;
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
 use crate::stream::StreamInputs;
+use crate::watermarks::{SharedWatermarkLog, WatermarkLog};
+use window_close::CloseMode;
 
 pub(crate) use map_filter::render_key_by;
 
@@ -59,7 +62,9 @@ pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
         Plan::Map { input, .. }
         | Plan::Unnest { input, .. }
         | Plan::Distinct { input }
-        | Plan::TopK { input, .. } => validate(input),
+        | Plan::TopK { input, .. }
+        | Plan::EmitOnWindowClose { input, .. }
+        | Plan::ForgetClosed { input, .. } => validate(input),
         Plan::Reduce { input, .. } => validate(input),
         Plan::Join {
             left,
@@ -87,6 +92,9 @@ pub(crate) struct RenderContext<'s, 'a> {
     pub stream_collections: BTreeMap<GlobalId, RowCollection<'s>>,
     pub dataflow: GlobalId,
     pub errors: DataflowErrors,
+    /// The watermark logs this dataflow's operators keep, with their sources, to register
+    /// once it is built.
+    pub watermark_logs: &'a mut Vec<(GlobalId, SharedWatermarkLog)>,
 }
 
 impl<'s> RenderContext<'s, '_> {
@@ -169,6 +177,12 @@ impl<'s> RenderContext<'s, '_> {
                 let rows = self.render(input)?;
                 top_k::render(rows, input.schema(), group_by, order_by, *offset, *limit)
             }
+            Plan::EmitOnWindowClose { input, closing } => {
+                self.render_closing(input, closing, CloseMode::Emit)
+            }
+            Plan::ForgetClosed { input, closing } => {
+                self.render_closing(input, closing, CloseMode::Forget)
+            }
         }
     }
 
@@ -185,6 +199,8 @@ impl<'s> RenderContext<'s, '_> {
             } => {
                 *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
             }
+            Plan::EmitOnWindowClose { .. } => true,
+            Plan::ForgetClosed { .. } => false,
             Plan::Reduce { .. } | Plan::Distinct { .. } | Plan::TopK { .. } => false,
         }
     }
@@ -202,6 +218,32 @@ impl<'s> RenderContext<'s, '_> {
             .trace
             .import_named(self.scope, &format!("Import {id}"))
             .as_collection(move |key, value| layout.row(key, value).to_row()))
+    }
+
+    /// Renders `input`, its rows closing on `closing`, in `mode`.
+    fn render_closing(
+        &mut self,
+        input: &Plan,
+        closing: &[ClosingColumn],
+        mode: CloseMode,
+    ) -> Result<RowCollection<'s>, RenderError> {
+        let rows = self.render(input)?;
+        let sources: std::collections::BTreeSet<GlobalId> = closing
+            .iter()
+            .flat_map(|c| c.terms.iter().map(|t| t.source))
+            .collect();
+        let logs = sources
+            .into_iter()
+            .map(|source| (source, self.watermark_log(source)))
+            .collect();
+        window_close::render(rows, input.schema(), closing.to_vec(), logs, mode)
+    }
+
+    /// A new log of source `source`'s watermark, for one operator of this dataflow.
+    fn watermark_log(&mut self, source: GlobalId) -> SharedWatermarkLog {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(WatermarkLog::default()));
+        self.watermark_logs.push((source, log.clone()));
+        log
     }
 
     /// The rows of stream `id`, through an input of this dataflow's own.

@@ -11,7 +11,8 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use pipelines::{late_event_rows, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION};
-use sql::{CreateSource, SqlError};
+use repr::{GlobalId, ItemKind};
+use sql::{CreateSource, SqlError, Statement};
 use system_catalog::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 
 use crate::coordinator::Coordinator;
@@ -60,6 +61,22 @@ impl Coordinator {
             idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
             recovered,
         )))))
+    }
+
+    /// The column of source `id` its watermark is declared on; `None` if `id` is not a
+    /// source with a watermark.
+    pub(crate) fn watermark_column(&self, id: GlobalId) -> Option<usize> {
+        let create_sql = {
+            let catalog = crate::catalog::read(&self.catalog);
+            let item = catalog.get(id).filter(|i| i.kind == ItemKind::Source)?;
+            item.create_sql.clone()
+        };
+        let Some(Statement::CreateSource(create)) = sql::parse(&create_sql).ok()?.pop() else {
+            return None;
+        };
+        let spec = create.watermark(&self.base_state).ok()??;
+        let codecs = self.table_codecs.read().unwrap_or_else(|p| p.into_inner());
+        codecs.get(&id)?.schema.index_of(&spec.column).ok()
     }
 
     /// Makes `fluxion_catalog.late_events` readable and writable; at startup, before the log

@@ -367,6 +367,14 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
         Plan::Distinct { input } => Plan::Distinct {
             input: Box::new(with_schema(*input, schema)),
         },
+        Plan::EmitOnWindowClose { input, closing } => Plan::EmitOnWindowClose {
+            input: Box::new(with_schema(*input, schema)),
+            closing,
+        },
+        Plan::ForgetClosed { input, closing } => Plan::ForgetClosed {
+            input: Box::new(with_schema(*input, schema)),
+            closing,
+        },
         Plan::TopK {
             input,
             group_by,

@@ -6,12 +6,13 @@
 //! mix freely in one query string. Literals are normalized to spellings DataFusion's parsers
 //! accept (see [`crate::literals`]).
 
+mod emit;
 pub(crate) mod options;
 
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::Token;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::literals::normalize_literals;
 use crate::names::{object_ref, ObjectRef};
@@ -33,7 +34,11 @@ use crate::SqlError;
 /// ```
 pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = PostgreSqlDialect {};
-    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(ParserError::from)?;
+    let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();
     loop {
         let mut ended = false;
@@ -83,14 +88,41 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
                 Statement::from_sql(*statement)
             }
             None => {
+                let start = parser.index();
                 let mut statement = parser.parse_statement()?;
                 normalize_literals(&mut statement);
-                Statement::from_sql(statement)
+                let emits = emit_clauses
+                    .iter()
+                    .any(|p| *p > start && emit::ends_at(&tokens, parser.index(), *p));
+                let statement = Statement::from_sql(statement);
+                if emits {
+                    emit_on_window_close(statement)
+                } else {
+                    statement
+                }
             }
         };
         statements.push(statement);
     }
     Ok(statements)
+}
+
+/// `statement` with `EMIT ON WINDOW CLOSE`: only a materialized view takes it.
+fn emit_on_window_close(statement: Statement) -> Statement {
+    match statement {
+        Statement::CreateView(mut create) if create.materialized => {
+            create.emit_on_window_close = true;
+            Statement::CreateView(create)
+        }
+        Statement::Explain(crate::statement::Explain::View(mut create)) if create.materialized => {
+            create.emit_on_window_close = true;
+            Statement::Explain(crate::statement::Explain::View(create))
+        }
+        Statement::Rejected(e) => Statement::Rejected(e),
+        _ => Statement::Rejected(SqlError::Unsupported(
+            "EMIT ON WINDOW CLOSE outside CREATE MATERIALIZED VIEW".into(),
+        )),
+    }
 }
 
 /// Parses SQL text into sqlparser's statements, literals normalized: for rewrites that build
@@ -188,6 +220,34 @@ mod tests {
             })
         ));
         assert!(matches!(statements[3], Statement::Commit));
+    }
+
+    #[test]
+    fn emit_on_window_close_ends_a_materialized_view() {
+        let statements = parse(
+            "CREATE MATERIALIZED VIEW v AS SELECT * FROM t emit on window close; \
+             CREATE MATERIALIZED VIEW w AS SELECT * FROM t; SELECT * FROM t emit",
+        )
+        .unwrap();
+        let emits = |s: &Statement| match s {
+            Statement::CreateView(create) => Some(create.emit_on_window_close),
+            _ => None,
+        };
+        assert_eq!(emits(&statements[0]), Some(true));
+        assert_eq!(emits(&statements[1]), Some(false));
+        assert!(
+            matches!(statements[2], Statement::Select(_)),
+            "EMIT as an alias"
+        );
+        let Statement::CreateView(create) = &statements[0] else {
+            unreachable!()
+        };
+        assert!(create.to_sql().ends_with(" EMIT ON WINDOW CLOSE"));
+        assert!(matches!(
+            &parse("CREATE VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE").unwrap()[0],
+            Statement::Rejected(SqlError::Unsupported(_))
+        ));
+        assert!(parse("CREATE MATERIALIZED VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE 1").is_err());
     }
 
     #[test]

@@ -228,13 +228,16 @@ pub fn column_defaults(create_sql: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `CREATE [MATERIALIZED] VIEW name [(columns)] AS query`.
+/// `CREATE [MATERIALIZED] VIEW name [(columns)] AS query [EMIT ON WINDOW CLOSE]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateView {
     /// The view's name (the coordinator qualifies it before the SQL is stored).
     pub name: ObjectRef,
     /// `MATERIALIZED`.
     pub materialized: bool,
+    /// `EMIT ON WINDOW CLOSE`: each row appears once, when its window closes, and never
+    /// changes (materialized views only).
+    pub emit_on_window_close: bool,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
     create: ast::CreateView,
@@ -248,6 +251,7 @@ impl CreateView {
         Ok(CreateView {
             name: object_ref(&create.name)?,
             materialized: create.materialized,
+            emit_on_window_close: false,
             if_not_exists: create.if_not_exists,
             create,
         })
@@ -269,7 +273,12 @@ impl CreateView {
     pub fn to_sql(&self) -> String {
         let mut create = self.create.clone();
         create.name = object_name(&self.name);
-        ast::Statement::CreateView(create).to_string()
+        let sql = ast::Statement::CreateView(create).to_string();
+        if self.emit_on_window_close {
+            format!("{sql} EMIT ON WINDOW CLOSE")
+        } else {
+            sql
+        }
     }
 
     /// The view's query as a logical plan, its columns named as the view names them.
@@ -305,11 +314,13 @@ impl CreateView {
 
     /// The view's query as `pg_get_viewdef` prints it, from its stored SQL.
     pub fn stored_query_text(create_sql: &str) -> String {
-        match crate::parse::parse_sql(create_sql)
+        match crate::parse::parse(create_sql)
             .ok()
             .and_then(|mut s| s.pop())
         {
-            Some(ast::Statement::CreateView(create)) => format!(" {};", create.query),
+            Some(crate::statement::Statement::CreateView(view)) => {
+                format!(" {};", view.create.query)
+            }
             _ => String::new(),
         }
     }

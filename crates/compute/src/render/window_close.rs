@@ -1,0 +1,263 @@
+//! Closing rows by watermark: `EMIT ON WINDOW CLOSE`, and forgetting the windows it has emitted.
+//!
+//! A row *closes* once the sources' watermarks show that no row still to come (other than a
+//! late one) can change it: its value in a closing column is below the column's bound (see
+//! [`plan::window_close`]). Semantics on `(row, t, d)` updates: once time `t` is complete (the
+//! input frontier has passed it), the updates at `t` of rows already closed are dropped (late
+//! rows cannot change a closed window), and the others are added to the rows still open.
+//! Then, with the watermarks as of `t`, the open rows that close are dealt with by the mode:
+//!
+//! - [`CloseMode::Emit`] holds every row back and emits each once, at `t`, when it closes,
+//!   with its multiplicity: the output only grows.
+//! - [`CloseMode::Forget`] passes updates through at their time, and retracts each row at
+//!   `t + 1`, just after it closes, so that the state downstream (an aggregation's groups)
+//!   forgets closed windows. An `Emit` above closes the same rows at `t`, so it has emitted
+//!   them before their retraction arrives, and drops it.
+//!
+//! Times at which only a watermark moved are finished the same way, so a window closes when
+//! the watermark passes it even if no row arrives. Updates are exchanged by row, so each
+//! worker owns its rows. State: the open rows (the windows not closed yet) and the updates of
+//! times not complete yet.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use datafusion::arrow::array::{Array, AsArray, Int64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, TimeUnit};
+use differential_dataflow::hashable::Hashable;
+use differential_dataflow::AsCollection;
+use plan::ClosingColumn;
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
+
+use super::{codec, RenderError, RowCollection, Update};
+use crate::watermarks::SharedWatermarkLog;
+
+/// A row not closed yet: its multiplicity so far and its values in the closing columns.
+struct OpenRow {
+    diff: Diff,
+    closing_values: Vec<Option<i64>>,
+}
+
+/// The closing columns and the watermarks that bound them.
+struct Closing {
+    columns: Vec<ClosingColumn>,
+    logs: BTreeMap<GlobalId, SharedWatermarkLog>,
+    codec: RowCodec,
+}
+
+impl Closing {
+    /// Each closing column's bound as of `time`.
+    fn bounds_at(&self, time: Timestamp) -> Vec<Option<i64>> {
+        self.columns
+            .iter()
+            .map(|column| column.bound(|source| self.logs.get(&source)?.borrow().at(time)))
+            .collect()
+    }
+
+    /// The times in `[from, to)` at which some watermark moved.
+    fn steps_between(&self, from: Timestamp, to: Option<Timestamp>) -> BTreeSet<Timestamp> {
+        self.logs
+            .values()
+            .flat_map(|log| log.borrow().steps_between(from, to))
+            .collect()
+    }
+
+    fn forget_before(&self, time: Timestamp) {
+        for log in self.logs.values() {
+            log.borrow_mut().forget_before(time);
+        }
+    }
+
+    /// The closing columns' values of each of `rows`, in microseconds.
+    fn values(&self, rows: &[&Row]) -> Vec<Vec<Option<i64>>> {
+        let batch = self
+            .codec
+            .decode(rows.iter().copied())
+            .expect("invariant: rows decode with the codec of their schema");
+        let columns: Vec<(Int64Array, TimeUnit)> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let column = batch.column(c.column);
+                let unit = match column.data_type() {
+                    DataType::Timestamp(unit, _) => *unit,
+                    _ => TimeUnit::Microsecond,
+                };
+                let raw = cast(column, &DataType::Int64)
+                    .expect("invariant: closing columns are timestamps");
+                (raw.as_primitive::<Int64Type>().clone(), unit)
+            })
+            .collect();
+        (0..rows.len())
+            .map(|i| {
+                columns
+                    .iter()
+                    .map(|(column, unit)| {
+                        column.is_valid(i).then(|| micros(column.value(i), *unit))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// A timestamp of `unit` in microseconds, rounded down.
+fn micros(value: i64, unit: TimeUnit) -> i64 {
+    match unit {
+        TimeUnit::Second => value.saturating_mul(1_000_000),
+        TimeUnit::Millisecond => value.saturating_mul(1_000),
+        TimeUnit::Microsecond => value,
+        TimeUnit::Nanosecond => value.div_euclid(1_000),
+    }
+}
+
+/// Whether a row with these closing values is closed under these bounds.
+fn is_closed(values: &[Option<i64>], bounds: &[Option<i64>]) -> bool {
+    values
+        .iter()
+        .zip(bounds)
+        .any(|(value, bound)| matches!((value, bound), (Some(v), Some(b)) if v < b))
+}
+
+/// What happens to rows as they close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseMode {
+    /// Each row is held back and emitted once, when it closes.
+    Emit,
+    /// Updates pass through; each row is retracted just after it closes.
+    Forget,
+}
+
+/// Renders rows of `schema` closing on `columns` with the watermarks in `logs`, in `mode`.
+pub(crate) fn render<'s>(
+    rows: RowCollection<'s>,
+    schema: &SchemaRef,
+    columns: Vec<ClosingColumn>,
+    logs: BTreeMap<GlobalId, SharedWatermarkLog>,
+    mode: CloseMode,
+) -> Result<RowCollection<'s>, RenderError> {
+    let closing = Closing {
+        columns,
+        logs,
+        codec: codec(schema)?,
+    };
+    let by_row = Exchange::new(|(row, _, _): &Update| row.hashed());
+    Ok(rows
+        .inner
+        .unary_frontier::<CapacityContainerBuilder<Vec<Update>>, _, _, _>(
+            by_row,
+            match mode {
+                CloseMode::Emit => "EmitOnWindowClose",
+                CloseMode::Forget => "ForgetClosed",
+            },
+            move |capability, _| {
+                let mut held = Some(capability);
+                let mut open: HashMap<Row, OpenRow> = HashMap::new();
+                let mut pending: BTreeMap<Timestamp, Vec<(Row, Diff)>> = BTreeMap::new();
+                let mut bounds: Vec<Option<i64>> = vec![None; closing.columns.len()];
+                move |(input, frontier), output| {
+                    input.for_each(|_, data| {
+                        for (row, time, diff) in data.drain(..) {
+                            pending.entry(time).or_default().push((row, diff));
+                        }
+                    });
+                    let Some(capability) = held.as_mut() else {
+                        return;
+                    };
+                    let upper = frontier.frontier().first().copied();
+                    let from = *capability.time();
+                    let mut times = closing.steps_between(from, upper);
+                    times.extend(
+                        pending
+                            .keys()
+                            .copied()
+                            .take_while(|t| upper.is_none_or(|upper| *t < upper)),
+                    );
+                    for time in times {
+                        let updates = pending.remove(&time).unwrap_or_default();
+                        let at = capability.delayed(&time);
+                        let mut session = output.session(&at);
+                        let fresh: Vec<&Row> = updates
+                            .iter()
+                            .map(|(row, _)| row)
+                            .filter(|row| !open.contains_key(*row))
+                            .collect();
+                        let fresh_values = closing.values(&fresh);
+                        let mut fresh_values: HashMap<&Row, Vec<Option<i64>>> =
+                            fresh.iter().copied().zip(fresh_values).collect();
+                        for (row, diff) in &updates {
+                            if let Some(state) = open.get_mut(row) {
+                                state.diff += diff;
+                            } else {
+                                let Some(values) = fresh_values.remove(row) else {
+                                    continue;
+                                };
+                                if is_closed(&values, &bounds) {
+                                    continue;
+                                }
+                                open.insert(
+                                    row.clone(),
+                                    OpenRow {
+                                        diff: *diff,
+                                        closing_values: values,
+                                    },
+                                );
+                            }
+                            if mode == CloseMode::Forget {
+                                session.give((row.clone(), time, *diff));
+                            }
+                        }
+                        drop(session);
+                        let now = closing.bounds_at(time);
+                        let moved = now != bounds;
+                        bounds = now;
+                        let closed_at = match mode {
+                            CloseMode::Emit => time,
+                            CloseMode::Forget => time.saturating_add(1),
+                        };
+                        let at = capability.delayed(&closed_at);
+                        let mut session = output.session(&at);
+                        open.retain(|row, state| {
+                            if state.diff == 0 {
+                                return false;
+                            }
+                            if !moved || !is_closed(&state.closing_values, &bounds) {
+                                return true;
+                            }
+                            let diff = match mode {
+                                CloseMode::Emit => state.diff,
+                                CloseMode::Forget => -state.diff,
+                            };
+                            session.give((row.clone(), closed_at, diff));
+                            false
+                        });
+                    }
+                    match upper {
+                        Some(upper) => {
+                            capability.downgrade(&upper);
+                            closing.forget_before(upper);
+                        }
+                        None => held = None,
+                    }
+                }
+            },
+        )
+        .as_collection())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_closed_when_any_closing_value_is_below_its_bound() {
+        assert!(!is_closed(&[Some(10)], &[None]));
+        assert!(!is_closed(&[Some(10)], &[Some(10)]));
+        assert!(is_closed(&[Some(9)], &[Some(10)]));
+        assert!(!is_closed(&[None, Some(20)], &[Some(10), Some(10)]));
+        assert!(is_closed(&[None, Some(5)], &[Some(10), Some(10)]));
+    }
+}
