@@ -254,7 +254,12 @@ async fn closed_windows_equal_the_oracle_across_a_restart() {
             }
         };
         post_batches(server.http_port(), &mut oracle, 0..20);
-        check(&client, &oracle, &format!("seed {seed}, before the restart")).await;
+        check(
+            &client,
+            &oracle,
+            &format!("seed {seed}, before the restart"),
+        )
+        .await;
 
         server.kill();
         drop(client);

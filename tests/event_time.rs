@@ -1,7 +1,9 @@
 //! Event time through the real server: a source's watermark trails its event times, rows
-//! behind it are counted and kept in `fluxion_catalog.late_events` (and still corrected into
-//! views), the watermark and the late rows survive a SIGKILL with nothing counted twice, an
-//! idle Kafka partition stops holding the watermark back, and bad declarations are refused.
+//! behind it are counted and kept in `fluxion_catalog.late_events` and the source's
+//! `late_table` (and still corrected into views), the watermark and the late rows survive a
+//! SIGKILL with nothing counted twice, an idle Kafka partition stops holding the watermark
+//! back, an `EMIT ON WINDOW CLOSE` view shows each window once, and bad declarations are
+//! refused.
 
 mod support;
 
@@ -46,9 +48,12 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
     let client = server.connect().await;
     client
         .batch_execute(
-            "CREATE SOURCE clicks (id bigint NOT NULL, ts timestamp NOT NULL,
+            "CREATE TABLE late_clicks (source text NOT NULL, row text NOT NULL,
+                 event_time timestamp NOT NULL, watermark timestamp NOT NULL,
+                 received_at timestamptz NOT NULL);
+             CREATE SOURCE clicks (id bigint NOT NULL, ts timestamp NOT NULL,
                  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-               WITH (connector = 'webhook', secret = 's');
+               WITH (connector = 'webhook', secret = 's', late_table = 'late_clicks');
              CREATE MATERIALIZED VIEW per_window AS
                SELECT window_start, count(*) AS n
                FROM TUMBLE(clicks, ts, INTERVAL '10' SECOND) GROUP BY window_start;",
@@ -84,13 +89,14 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
     );
     let late = "SELECT source, event_time, watermark, row \
                 FROM fluxion_catalog.late_events ORDER BY event_time";
-    assert_eq!(
-        rows(&client, late).await,
-        [
-            r#"clicks|2026-01-01 00:00:09|2026-01-01 00:00:15|{"id":6,"ts":"2026-01-01T00:00:09"}"#,
-            r#"clicks|2026-01-01 00:00:14|2026-01-01 00:00:15|{"id":4,"ts":"2026-01-01T00:00:14"}"#,
-        ]
-    );
+    let expected_late = [
+        r#"clicks|2026-01-01 00:00:09|2026-01-01 00:00:15|{"id":6,"ts":"2026-01-01T00:00:09"}"#,
+        r#"clicks|2026-01-01 00:00:14|2026-01-01 00:00:15|{"id":4,"ts":"2026-01-01T00:00:14"}"#,
+    ];
+    assert_eq!(rows(&client, late).await, expected_late);
+    // The source's own late_table holds them too.
+    let own = late.replace("fluxion_catalog.late_events", "late_clicks");
+    assert_eq!(rows(&client, &own).await, expected_late);
     // Late rows are also corrections: the view counts them in their windows.
     let windows = "SELECT window_start, n FROM per_window ORDER BY window_start";
     let corrected = [
@@ -111,10 +117,13 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
     );
     let count = "SELECT count(*) FROM fluxion_catalog.late_events";
     assert_eq!(row(&client, count).await, [Some("2".into())], "none twice");
+    let own_count = "SELECT count(*) FROM late_clicks";
+    assert_eq!(row(&client, own_count).await, [Some("2".into())], "none twice");
     assert_eq!(rows(&client, windows).await, corrected);
     // Lateness after the restart is measured against the recovered watermark.
     post_clicks(server.http_port(), &[(7, 11), (8, 40)]);
     assert_eq!(row(&client, count).await, [Some("3".into())]);
+    assert_eq!(row(&client, own_count).await, [Some("3".into())]);
     assert_eq!(
         row(&client, stats).await,
         [Some("2026-01-01 00:00:35".into()), Some("1".into())]
@@ -125,6 +134,15 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
 async fn watermark_declarations_are_checked() {
     let server = TestServer::start();
     let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE late_rows (source text NOT NULL, row text NOT NULL,
+                 event_time timestamp NOT NULL, watermark timestamp NOT NULL,
+                 received_at timestamptz NOT NULL);
+             CREATE TABLE not_late_rows (source text NOT NULL, row text NOT NULL);",
+        )
+        .await
+        .expect("tables for late rows");
     let create = |columns: &str, options: &str| {
         format!("CREATE SOURCE s ({columns}) WITH (connector = 'webhook'{options})")
     };
@@ -150,6 +168,17 @@ async fn watermark_declarations_are_checked() {
         ),
         (
             create("ts timestamp", ", watermark.idle_timeout = '1s'"),
+            "22023",
+        ),
+        (
+            create("ts timestamp", ", late_table = 'late_rows'"),
+            "22023",
+        ),
+        (
+            create(
+                "ts timestamp, WATERMARK FOR ts AS ts",
+                ", late_table = 'not_late_rows'",
+            ),
             "22023",
         ),
         (

@@ -18,9 +18,9 @@ pub use durable_subscriptions::{DurableSubscriptions, OpenedLog, SubscriptionLog
 pub use error::PipelineError;
 pub use sinks::Sinks;
 pub use sources::{
-    bad_record_rows, fits_error_table, late_event_rows, spawn_ingest, Observed, SourceCommitter,
-    SourceRegistry, SourceStats, SourceWiring, WatermarkTracker, DEFAULT_IDLE_TIMEOUT,
-    ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION,
+    bad_record_rows, fits_error_table, fits_late_table, late_event_rows, spawn_ingest, Observed,
+    SourceCommitter, SourceRegistry, SourceStats, SourceWiring, WatermarkTracker,
+    DEFAULT_IDLE_TIMEOUT, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
 };
 pub use streams::{StreamScan, StreamWrite, Streams};
 pub use subscription::{output_schema, DataflowGuard, OutputShape, Subscription};

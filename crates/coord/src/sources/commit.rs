@@ -77,6 +77,7 @@ impl Coordinator {
                 .outputs
                 .iter()
                 .chain(&wiring.error_table)
+                .chain(&wiring.late_table)
                 .chain([&SOURCE_ERRORS, &LATE_EVENTS]);
             targets
                 .filter_map(|target| Some((*target, all.get(target)?.clone())))
@@ -176,8 +177,12 @@ impl Coordinator {
             }
         }
         let late_rows = late.as_ref().map_or(0, |late| late.num_rows() as u64);
-        if let (Some(late), Some(codecs)) = (late, codecs.get(&LATE_EVENTS)) {
-            self.add_insert(&mut commit, LATE_EVENTS, codecs, late)?;
+        if let Some(late) = late {
+            for target in std::iter::once(LATE_EVENTS).chain(wiring.late_table) {
+                if let Some(codecs) = codecs.get(&target) {
+                    self.add_insert(&mut commit, target, codecs, late.clone())?;
+                }
+            }
         }
         let time = self.commit_changes(commit, sequencer).await?;
         self.sources.update(id, |stats| {

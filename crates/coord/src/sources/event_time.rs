@@ -10,7 +10,9 @@ use connectors::{Change, SourceBatch, SourceOptions};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use pipelines::{late_event_rows, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION};
+use pipelines::{
+    late_event_rows, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
+};
 use repr::{GlobalId, ItemKind};
 use sql::{CreateSource, SqlError, Statement};
 use system_catalog::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
@@ -33,9 +35,12 @@ impl Coordinator {
             .duration(IDLE_TIMEOUT_OPTION)
             .map_err(|e| CoordError::InvalidSourceOption(e.to_string()))?;
         let Some(spec) = create.watermark(&self.base_state)? else {
-            return match idle_timeout {
-                Some(_) => Err(CoordError::InvalidSourceOption(format!(
-                    "option {IDLE_TIMEOUT_OPTION} needs a WATERMARK FOR clause"
+            let needs_watermark = [IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION]
+                .into_iter()
+                .find(|option| super::option_value(create, option).is_some());
+            return match needs_watermark {
+                Some(option) => Err(CoordError::InvalidSourceOption(format!(
+                    "option {option} needs a WATERMARK FOR clause"
                 ))),
                 None => Ok(None),
             };

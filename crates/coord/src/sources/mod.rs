@@ -28,7 +28,7 @@ use connectors::{
     Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use pipelines::{SourceWiring, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION};
+use pipelines::{SourceWiring, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION};
 use repr::{GlobalId, ItemKind, RelationDesc};
 use sql::{CreateSource, Drop};
 
@@ -56,7 +56,8 @@ impl Coordinator {
         mut create: CreateSource,
     ) -> Result<ExecuteResponse, CoordError> {
         create.name = self.name_for_new_item(session, &create.name)?;
-        let error_table = self.resolve_error_table(session, &mut create)?;
+        let error_table = self.resolve_side_table(session, &mut create, &ERROR_TABLE)?;
+        let late_table = self.resolve_side_table(session, &mut create, &LATE_TABLE)?;
         let create_sql = create.to_string();
         let planned = self.plan_source(&create)?;
         let sequencer = self.lock_sequencer().await;
@@ -65,7 +66,7 @@ impl Coordinator {
             ItemKind::Source,
             &create_sql,
             planned,
-            error_table.into_iter().collect(),
+            error_table.into_iter().chain(late_table).collect(),
             create.if_not_exists,
         )?;
         drop(sequencer);
@@ -265,10 +266,11 @@ impl Coordinator {
         stop: Arc<AtomicBool>,
     ) -> SourceWiring {
         let catalog = crate::catalog::read(&self.catalog);
-        let error_table = error_table_name(create).and_then(|name| {
+        let side_table = |side: &SideTable| {
+            let name = option_value(create, side.option)?;
             let (schema, table) = name.split_once('.')?;
             catalog.by_name(schema, table).map(|item| item.id)
-        });
+        };
         SourceWiring {
             name: catalog
                 .get(id)
@@ -277,42 +279,41 @@ impl Coordinator {
             outputs: std::iter::once(id)
                 .chain(tables.iter().map(|(table, _)| *table))
                 .collect(),
-            error_table,
+            error_table: side_table(&ERROR_TABLE),
+            late_table: side_table(&LATE_TABLE),
             stop,
             event_time: None,
         }
     }
 
-    /// Checks the table the `error_table` option names (it must exist and have the columns
-    /// of `source_errors`), writes its qualified name back into the option, and returns its
-    /// id (the source depends on it).
-    fn resolve_error_table(
+    /// Checks the table `side`'s option names (it must exist and have the columns `side`
+    /// asks for), writes its qualified name back into the option, and returns its id (the
+    /// source depends on it).
+    fn resolve_side_table(
         &self,
         session: &Session,
         create: &mut CreateSource,
+        side: &SideTable,
     ) -> Result<Option<GlobalId>, CoordError> {
-        let Some(name) = error_table_name(create) else {
+        let Some(name) = option_value(create, side.option) else {
             return Ok(None);
         };
         let object = sql::parse_object_name(&name)?;
         let item = self.resolve_item(session, &object)?;
         let fits = item.kind == ItemKind::Table
             && match &item.details {
-                crate::catalog::ItemDetails::Relation(table) => {
-                    pipelines::fits_error_table(&table.desc.schema)
-                }
+                crate::catalog::ItemDetails::Relation(table) => (side.fits)(&table.desc.schema),
                 _ => false,
             };
         if !fits {
             return Err(CoordError::InvalidSourceOption(format!(
-                "error_table \"{name}\" must be a table with the columns of \
-                 fluxion_catalog.source_errors: (source text NOT NULL, position text, raw text, \
-                 error text NOT NULL, received_at timestamptz NOT NULL)"
+                "{} \"{name}\" must be a table with the columns of {}",
+                side.option, side.columns
             )));
         }
         let qualified = format!("{}.{}", item.schema, item.name);
         for (option, value) in &mut create.options {
-            if option == ERROR_TABLE_OPTION {
+            if option == side.option {
                 *value = qualified.clone();
             }
         }
@@ -320,24 +321,52 @@ impl Coordinator {
     }
 }
 
+/// A user table a source also writes rows about its records to, named by an option.
+struct SideTable {
+    /// The option naming it.
+    option: &'static str,
+    /// Whether a table's columns can hold the rows.
+    fits: fn(&SchemaRef) -> bool,
+    /// The columns it needs, for the error that says so.
+    columns: &'static str,
+}
+
+/// `error_table`: bad records.
+const ERROR_TABLE: SideTable = SideTable {
+    option: ERROR_TABLE_OPTION,
+    fits: pipelines::fits_error_table,
+    columns: "fluxion_catalog.source_errors: (source text NOT NULL, position text, raw text, \
+              error text NOT NULL, received_at timestamptz NOT NULL)",
+};
+
+/// `late_table`: late rows.
+const LATE_TABLE: SideTable = SideTable {
+    option: LATE_TABLE_OPTION,
+    fits: pipelines::fits_late_table,
+    columns: "fluxion_catalog.late_events: (source text NOT NULL, row text NOT NULL, \
+              event_time timestamp NOT NULL, watermark timestamp NOT NULL, \
+              received_at timestamptz NOT NULL)",
+};
+
 /// The source's options for its connector: all but the coordinator's own (`error_table`,
-/// `watermark.idle_timeout`).
+/// `late_table`, `watermark.idle_timeout`).
 pub(super) fn connector_options(create: &CreateSource) -> SourceOptions {
+    let own = [ERROR_TABLE_OPTION, LATE_TABLE_OPTION, IDLE_TIMEOUT_OPTION];
     SourceOptions::new(
         create
             .options
             .iter()
-            .filter(|(option, _)| option != ERROR_TABLE_OPTION && option != IDLE_TIMEOUT_OPTION)
+            .filter(|(option, _)| !own.contains(&option.as_str()))
             .cloned(),
     )
 }
 
-/// The value of the `error_table` option.
-fn error_table_name(create: &CreateSource) -> Option<String> {
+/// The value of option `option` of `create`.
+pub(super) fn option_value(create: &CreateSource, option: &str) -> Option<String> {
     create
         .options
         .iter()
-        .find(|(option, _)| option == ERROR_TABLE_OPTION)
+        .find(|(name, _)| name == option)
         .map(|(_, value)| value.clone())
 }
 

@@ -49,7 +49,11 @@ pub fn bad_record_rows(source: &str, errors: &[BadRecord]) -> Result<RecordBatch
 
 /// Whether a table's columns can hold bad records (those of `source_errors`, in order).
 pub fn fits_error_table(schema: &SchemaRef) -> bool {
-    let wanted = source_errors_desc().schema;
+    same_columns(schema, &source_errors_desc().schema)
+}
+
+/// Whether `schema` has the columns of `wanted`: the same names and types, in order.
+pub(crate) fn same_columns(schema: &SchemaRef, wanted: &SchemaRef) -> bool {
     schema.fields().len() == wanted.fields().len()
         && schema
             .fields()

@@ -155,8 +155,8 @@ pub fn spawn_ingest<C: SourceCommitter>(
     });
 }
 
-/// Where a source's batches go: its outputs (output 0 is the source itself) and the table
-/// its `error_table` option names.
+/// Where a source's batches go: its outputs (output 0 is the source itself) and the tables
+/// its `error_table` and `late_table` options name.
 #[derive(Debug, Clone)]
 pub struct SourceWiring {
     /// The source's name, as `source_errors` records it.
@@ -165,6 +165,8 @@ pub struct SourceWiring {
     pub outputs: Vec<GlobalId>,
     /// The user table that also receives bad records.
     pub error_table: Option<GlobalId>,
+    /// The user table that also receives late rows.
+    pub late_table: Option<GlobalId>,
     /// Set when this run of the source is stopped: its batches are no longer committed.
     pub stop: Arc<AtomicBool>,
     /// The source's watermark, if it declares one (`WATERMARK FOR`).

@@ -12,5 +12,6 @@ pub use errors::{bad_record_rows, fits_error_table, ERROR_TABLE_OPTION};
 pub use ingest::{spawn_ingest, SourceCommitter, SourceWiring};
 pub use registry::{SourceRegistry, SourceStats};
 pub use watermark::{
-    late_event_rows, Observed, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION,
+    fits_late_table, late_event_rows, Observed, WatermarkTracker, DEFAULT_IDLE_TIMEOUT,
+    IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
 };

@@ -9,7 +9,8 @@
 //!
 //! A row whose event time is below the watermark as it stood when its batch arrived is late.
 //! It still reaches the source (a view corrects the affected result), and it is also
-//! recorded in `fluxion_catalog.late_events`, so it is never silently lost.
+//! recorded in `fluxion_catalog.late_events` (and in the user table the source's `late_table`
+//! option names), so it is never silently lost.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,6 +29,14 @@ use crate::error::PipelineError;
 /// The option that says how long a partition may send nothing before it stops holding the
 /// watermark back.
 pub const IDLE_TIMEOUT_OPTION: &str = "watermark.idle_timeout";
+
+/// The option naming a user table that also receives a source's late rows.
+pub const LATE_TABLE_OPTION: &str = "late_table";
+
+/// Whether a table's columns can hold late rows (those of `late_events`, in order).
+pub fn fits_late_table(schema: &datafusion::arrow::datatypes::SchemaRef) -> bool {
+    crate::sources::errors::same_columns(schema, &late_events_desc().schema)
+}
 
 /// The idle timeout when the option is not given.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
