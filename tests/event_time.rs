@@ -118,7 +118,11 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
     let count = "SELECT count(*) FROM fluxion_catalog.late_events";
     assert_eq!(row(&client, count).await, [Some("2".into())], "none twice");
     let own_count = "SELECT count(*) FROM late_clicks";
-    assert_eq!(row(&client, own_count).await, [Some("2".into())], "none twice");
+    assert_eq!(
+        row(&client, own_count).await,
+        [Some("2".into())],
+        "none twice"
+    );
     assert_eq!(rows(&client, windows).await, corrected);
     // Lateness after the restart is measured against the recovered watermark.
     post_clicks(server.http_port(), &[(7, 11), (8, 40)]);
@@ -434,4 +438,43 @@ async fn emit_on_window_close_needs_a_window_a_watermark_closes() {
     let shown = row(&client, "SHOW CREATE VIEW hops").await;
     let definition = shown[1].clone().unwrap_or_default();
     assert!(definition.ends_with("EMIT ON WINDOW CLOSE"), "{definition}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_windows_emit_each_session_once_it_has_closed() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE SOURCE clicks (id bigint NOT NULL, ts timestamp NOT NULL,
+                 WATERMARK FOR ts AS ts)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE MATERIALIZED VIEW sessions AS
+               SELECT id, window_start, window_end, count(*) AS n
+               FROM SESSION(clicks, ts, INTERVAL '10' SECOND, id)
+               GROUP BY id, window_start, window_end EMIT ON WINDOW CLOSE;",
+        )
+        .await
+        .expect("a source and a session view");
+    let port = server.http_port();
+    let sessions = "SELECT id, window_start, window_end, n FROM sessions ORDER BY 2, 1";
+    post_clicks(port, &[(1, 0), (1, 5), (2, 3)]);
+    assert!(rows(&client, sessions).await.is_empty(), "nothing closed");
+    // The watermark reaches 30 s: both first sessions have ended (15 s and 13 s).
+    post_clicks(port, &[(1, 30)]);
+    let first = [
+        "1|2026-01-01 00:00:00|2026-01-01 00:00:15|2",
+        "2|2026-01-01 00:00:03|2026-01-01 00:00:13|1",
+    ];
+    assert_eq!(rows(&client, sessions).await, first);
+    // 38 s extends the session that began at 30 s, past the watermark of 45 s.
+    post_clicks(port, &[(1, 38), (2, 45)]);
+    assert_eq!(rows(&client, sessions).await, first);
+    post_clicks(port, &[(1, 60)]);
+    let mut all = first.to_vec();
+    all.extend([
+        "1|2026-01-01 00:00:30|2026-01-01 00:00:48|2",
+        "2|2026-01-01 00:00:45|2026-01-01 00:00:55|1",
+    ]);
+    assert_eq!(rows(&client, sessions).await, all);
 }

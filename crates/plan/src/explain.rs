@@ -104,6 +104,16 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 closing_list(closing)
             )
         }
+        Plan::Session {
+            partition,
+            time,
+            gap,
+            bounds,
+            ..
+        } => writeln!(
+            out,
+            "{pad}Session per {partition:?} on #{time} gap {gap}us adding {bounds:?}"
+        ),
         Plan::ForgetClosed { closing, .. } => {
             writeln!(
                 out,
@@ -120,7 +130,8 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
         | Plan::Distinct { input }
         | Plan::TopK { input, .. }
         | Plan::EmitOnWindowClose { input, .. }
-        | Plan::ForgetClosed { input, .. } => write_plan(input, depth + 1, out),
+        | Plan::ForgetClosed { input, .. }
+        | Plan::Session { input, .. } => write_plan(input, depth + 1, out),
         Plan::Join { left, right, .. } => {
             write_plan(left, depth + 1, out);
             write_plan(right, depth + 1, out);

@@ -139,6 +139,24 @@ pub enum Plan {
         /// The columns that close its rows.
         closing: Vec<ClosingColumn>,
     },
+    /// SESSION windows: each input row with the bounds of its session appended, one column
+    /// per entry of `bounds`. A session is a maximal run of a key's rows, in time order, each
+    /// less than `gap` after the one before; it spans `[first time, last time + gap)`. A row
+    /// with a NULL time has NULL bounds.
+    Session {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The columns forming the key (sessions are per key).
+        partition: Vec<usize>,
+        /// The time column (a timestamp).
+        time: usize,
+        /// The gap, in microseconds (positive).
+        gap: i64,
+        /// The bound each appended column holds.
+        bounds: Vec<SessionBound>,
+        /// The output schema: the input's columns, then the bounds.
+        schema: SchemaRef,
+    },
     /// The input's updates, and each row retracted just after it closes (see
     /// [`window_close`]); changes to closed rows are dropped. Below the aggregation of an
     /// `EMIT ON WINDOW CLOSE`, it makes the aggregation forget the windows emitted.
@@ -168,6 +186,47 @@ pub enum JoinKind {
     /// `NOT IN` semantics: left rows with no match, none at all if the right side holds a NULL
     /// key, and a NULL left key only survives an empty right side.
     LeftAntiNullAware,
+}
+
+/// Which bound of its session a column of a [`Plan::Session`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionBound {
+    /// Its first time.
+    Start,
+    /// Its last time plus the gap.
+    End,
+}
+
+/// The `(start, end)` of the session of each of `times` (in order; NULLs have none), with
+/// sessions split where a time is `gap` or more after the one before.
+pub fn session_bounds(times: &[Option<i64>], gap: i64) -> Vec<Option<(i64, i64)>> {
+    let mut bounds = vec![None; times.len()];
+    let mut run: Vec<usize> = Vec::new();
+    let close = |run: &mut Vec<usize>, bounds: &mut Vec<Option<(i64, i64)>>| {
+        if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+            if let (Some(start), Some(end)) = (times[first], times[last]) {
+                for &i in run.iter() {
+                    bounds[i] = Some((start, end.saturating_add(gap)));
+                }
+            }
+        }
+        run.clear();
+    };
+    for (i, time) in times.iter().enumerate() {
+        let Some(time) = time else {
+            continue;
+        };
+        let continues = run
+            .last()
+            .and_then(|&last| times[last])
+            .is_some_and(|last| time.saturating_sub(last) < gap);
+        if !continues {
+            close(&mut run, &mut bounds);
+        }
+        run.push(i);
+    }
+    close(&mut run, &mut bounds);
+    bounds
 }
 
 /// One column of a sort order.
@@ -232,7 +291,8 @@ impl Plan {
             | Plan::Unnest { schema, .. }
             | Plan::Join { schema, .. }
             | Plan::Reduce { schema, .. }
-            | Plan::Union { schema, .. } => schema,
+            | Plan::Union { schema, .. }
+            | Plan::Session { schema, .. } => schema,
             Plan::Distinct { input }
             | Plan::TopK { input, .. }
             | Plan::EmitOnWindowClose { input, .. }
@@ -273,7 +333,8 @@ impl Plan {
             | Plan::Unnest { input, .. }
             | Plan::Reduce { input, .. }
             | Plan::Distinct { input }
-            | Plan::TopK { input, .. } => input.collect_watermark_sources(ids),
+            | Plan::TopK { input, .. }
+            | Plan::Session { input, .. } => input.collect_watermark_sources(ids),
             Plan::Join { left, right, .. } => {
                 left.collect_watermark_sources(ids);
                 right.collect_watermark_sources(ids);
@@ -294,12 +355,35 @@ impl Plan {
             | Plan::Distinct { input }
             | Plan::TopK { input, .. }
             | Plan::EmitOnWindowClose { input, .. }
-            | Plan::ForgetClosed { input, .. } => input.collect_imports(ids),
+            | Plan::ForgetClosed { input, .. }
+            | Plan::Session { input, .. } => input.collect_imports(ids),
             Plan::Join { left, right, .. } => {
                 left.collect_imports(ids);
                 right.collect_imports(ids);
             }
             Plan::Union { inputs, .. } => inputs.iter().for_each(|i| i.collect_imports(ids)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_split_where_the_gap_is_reached() {
+        let times = [Some(0), Some(5), Some(9), Some(19), None, Some(20)];
+        assert_eq!(
+            session_bounds(&times, 10),
+            [
+                Some((0, 19)),
+                Some((0, 19)),
+                Some((0, 19)),
+                Some((19, 30)),
+                None,
+                Some((19, 30)),
+            ]
+        );
+        assert_eq!(session_bounds(&[], 10), []);
     }
 }

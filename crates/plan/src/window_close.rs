@@ -384,6 +384,25 @@ fn column_bounds(
         | Plan::ForgetClosed { input, .. } => {
             bounds = column_bounds(input, watermark_column);
         }
+        Plan::Session {
+            input,
+            time,
+            bounds: appended,
+            ..
+        } => {
+            // A row still to come (not late) changes only sessions that end after the
+            // watermark: the one it starts, and any it extends (which ended after its time).
+            // So a session's end is bounded as its time is; nothing else is.
+            let input_bounds = column_bounds(input, watermark_column);
+            let input_width = input.schema().fields().len();
+            if let Some(Some(Bound::Value(terms))) = input_bounds.get(*time) {
+                for (i, bound) in appended.iter().enumerate() {
+                    if *bound == crate::SessionBound::End && input_width + i < width {
+                        bounds[input_width + i] = Some(Bound::Value(terms.clone()));
+                    }
+                }
+            }
+        }
         Plan::TopK {
             input, group_by, ..
         } => {

@@ -31,6 +31,7 @@ mod reg_types;
 mod result_columns;
 mod rewrite;
 pub mod session;
+mod session_windows;
 mod single_value;
 mod statement;
 mod types;

@@ -64,6 +64,9 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     // holds, and the alias would bring DataFusion's back under the name `to_char`.
     let _ = state.deregister_udf("to_char");
     let _ = state.register_udf(Arc::new(crate::postgres_to_char::to_char()));
+    for function in crate::session_windows::session_window_functions() {
+        let _ = state.register_udwf(Arc::new(function));
+    }
     state
         .catalog_list()
         .register_catalog(DATABASE.to_string(), catalog);

@@ -10,6 +10,7 @@ mod evaluate;
 mod join;
 mod map_filter;
 mod reduce;
+mod session;
 mod top_k;
 mod unnest;
 mod window_close;
@@ -64,7 +65,8 @@ pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
         | Plan::Distinct { input }
         | Plan::TopK { input, .. }
         | Plan::EmitOnWindowClose { input, .. }
-        | Plan::ForgetClosed { input, .. } => validate(input),
+        | Plan::ForgetClosed { input, .. }
+        | Plan::Session { input, .. } => validate(input),
         Plan::Reduce { input, .. } => validate(input),
         Plan::Join {
             left,
@@ -177,6 +179,25 @@ impl<'s> RenderContext<'s, '_> {
                 let rows = self.render(input)?;
                 top_k::render(rows, input.schema(), group_by, order_by, *offset, *limit)
             }
+            Plan::Session {
+                input,
+                partition,
+                time,
+                gap,
+                bounds,
+                schema,
+            } => {
+                let rows = self.render(input)?;
+                let spec = session::SessionSpec {
+                    input_schema: input.schema(),
+                    partition,
+                    time: *time,
+                    gap: *gap,
+                    bounds,
+                    output_schema: schema,
+                };
+                session::render(rows, spec)
+            }
             Plan::EmitOnWindowClose { input, closing } => {
                 self.render_closing(input, closing, CloseMode::Emit)
             }
@@ -200,7 +221,7 @@ impl<'s> RenderContext<'s, '_> {
                 *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
             }
             Plan::EmitOnWindowClose { .. } => true,
-            Plan::ForgetClosed { .. } => false,
+            Plan::ForgetClosed { .. } | Plan::Session { .. } => false,
             Plan::Reduce { .. } | Plan::Distinct { .. } | Plan::TopK { .. } => false,
         }
     }

@@ -8,6 +8,7 @@
 
 mod aggregate;
 mod join;
+mod session;
 mod sort;
 
 use std::sync::Arc;
@@ -141,10 +142,7 @@ impl Lowerer<'_> {
                 schema: arrow_schema(&empty.schema),
             }),
             LogicalPlan::Values(values) => self.lower_values(&values.values, &values.schema),
-            LogicalPlan::Window(_) => Err(SqlError::not_incremental(
-                "window functions (OVER)",
-                "not maintained incrementally yet",
-            )),
+            LogicalPlan::Window(window) => self.lower_window(window),
             LogicalPlan::Unnest(unnest) => self.lower_unnest(unnest),
             LogicalPlan::RecursiveQuery(_) => Err(SqlError::not_incremental(
                 "WITH RECURSIVE",
@@ -374,6 +372,21 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
         Plan::ForgetClosed { input, closing } => Plan::ForgetClosed {
             input: Box::new(with_schema(*input, schema)),
             closing,
+        },
+        Plan::Session {
+            input,
+            partition,
+            time,
+            gap,
+            bounds,
+            ..
+        } => Plan::Session {
+            input,
+            partition,
+            time,
+            gap,
+            bounds,
+            schema,
         },
         Plan::TopK {
             input,

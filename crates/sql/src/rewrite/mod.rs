@@ -5,6 +5,7 @@
 //! ([`windows`]).
 
 pub(crate) mod checks;
+mod group_windows;
 pub(crate) mod postgres_syntax;
 pub(crate) mod qualify;
 pub(crate) mod windows;

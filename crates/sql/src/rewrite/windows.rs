@@ -10,6 +10,9 @@
 //! - `CUMULATE(relation, time column, step, max size [, offset])`: windows that start where
 //!   a window of the max size starts and end every `step` up to its end, each row in every
 //!   one that holds its time (a day's running totals, hour by hour).
+//! - `SESSION(relation, time column, gap [, key column …])`: per key, the runs of rows each
+//!   less than `gap` after the one before, spanning `[first time, last time + gap)` (see
+//!   [`crate::session_windows`]); each row is in its run's window.
 //!
 //! Each becomes a derived table computing the bounds with `date_bin` (and, for `HOP` and
 //! `CUMULATE`, an `unnest` of the windows), so it is planned, and maintained incrementally,
@@ -30,8 +33,10 @@ pub(crate) const WINDOW_COLUMNS: [&str; 2] = ["window_start", "window_end"];
 /// The origin windows are aligned to before their offset.
 const EPOCH: &str = "TIMESTAMP '1970-01-01 00:00:00'";
 
-/// Rewrites every window table function in `statement` into the derived table it stands for.
+/// Rewrites every window table function in `statement` into the derived table it stands for
+/// (group windows first become window table functions, see [`super::group_windows`]).
 pub(crate) fn rewrite_window_functions(statement: &mut Statement) -> Result<(), SqlError> {
+    super::group_windows::rewrite_group_windows(statement)?;
     let mut rewriter = WindowRewriter { error: None };
     let _ = statement.visit(&mut rewriter);
     rewriter.error.map_or(Ok(()), Err)
@@ -63,6 +68,7 @@ impl VisitorMut for WindowRewriter {
             "tumble" => Window::tumble,
             "hop" => Window::hop,
             "cumulate" => Window::cumulate,
+            "session" => Window::session,
             _ => return ControlFlow::Continue(()),
         };
         let arguments: Vec<&Expr> = args
@@ -149,6 +155,46 @@ impl Window {
                 "SELECT *, {start} AS window_start, \
                  unnest(generate_series({first_end}, {start} + ({max}), ({step}))) AS window_end \
                  FROM {relation}"
+            ),
+            relation,
+        })
+    }
+
+    /// `SESSION(relation, time column, gap [, key column …])`: two window functions over the
+    /// relation, partitioned by the keys and ordered by time.
+    fn session(arguments: &[&Expr]) -> Result<Window, SqlError> {
+        let usage = || {
+            usage(
+                "SESSION",
+                "a gap, key columns",
+                "INTERVAL '10' SECOND, bidder",
+            )
+        };
+        let (relation, column, gap, keys) = match arguments {
+            [relation, column, gap, keys @ ..] => (relation, column, gap, keys),
+            _ => return Err(usage()),
+        };
+        let (Some(relation), Expr::Identifier(column)) = (relation_name(relation), column) else {
+            return Err(usage());
+        };
+        let keys = keys
+            .iter()
+            .map(|key| match key {
+                Expr::Identifier(ident) => Ok(ident.to_string()),
+                _ => Err(usage()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let partition = match keys.is_empty() {
+            true => String::new(),
+            false => format!("PARTITION BY {} ", keys.join(", ")),
+        };
+        let over = format!("OVER ({partition}ORDER BY {column})");
+        Ok(Window {
+            query: format!(
+                "SELECT *, {start}({column}, ({gap})) {over} AS window_start, \
+                 {end}({column}, ({gap})) {over} AS window_end FROM {relation}",
+                start = crate::session_windows::SESSION_START,
+                end = crate::session_windows::SESSION_END,
             ),
             relation,
         })
