@@ -538,7 +538,13 @@ fn constant_micros(expr: &ScalarExpr) -> Option<i64> {
         ColumnarValue::Scalar(value) => value,
         ColumnarValue::Array(array) => ScalarValue::try_from_array(&array, 0).ok()?,
     };
-    match value {
+    scalar_micros(&value)
+}
+
+/// A constant as microseconds: an interval of days or less, a duration or a timestamp
+/// (`None` for a NULL, an interval with months, or anything else).
+pub fn scalar_micros(value: &ScalarValue) -> Option<i64> {
+    match *value {
         ScalarValue::IntervalMonthDayNano(Some(v)) if v.months == 0 => i64::from(v.days)
             .checked_mul(DAY_MICROS)?
             .checked_add(v.nanoseconds / 1_000),

@@ -23,9 +23,6 @@ pub const SESSION_START: &str = "__fluxion_session_start";
 /// The window function giving each row the end of its session.
 pub const SESSION_END: &str = "__fluxion_session_end";
 
-/// Microseconds in a day, for gaps given in days.
-const DAY_MICROS: i64 = 86_400_000_000;
-
 /// Which bound of its session a function gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Bound {
@@ -122,17 +119,12 @@ impl PartitionEvaluator for SessionEvaluator {
 
 /// A session gap (a positive interval of days or less) in microseconds.
 pub fn gap_micros(gap: &ScalarValue) -> Result<i64> {
-    let micros = match gap {
-        ScalarValue::IntervalMonthDayNano(Some(v)) if v.months == 0 => i64::from(v.days)
-            .checked_mul(DAY_MICROS)
-            .and_then(|days| days.checked_add(v.nanoseconds / 1_000)),
-        ScalarValue::IntervalDayTime(Some(v)) => i64::from(v.days)
-            .checked_mul(DAY_MICROS)
-            .and_then(|days| days.checked_add(i64::from(v.milliseconds) * 1_000)),
-        _ => None,
-    };
-    match micros {
-        Some(micros) if micros > 0 => Ok(micros),
+    let is_interval = matches!(
+        gap,
+        ScalarValue::IntervalMonthDayNano(_) | ScalarValue::IntervalDayTime(_)
+    );
+    match plan::window_close::scalar_micros(gap) {
+        Some(micros) if is_interval && micros > 0 => Ok(micros),
         _ => plan_err!("a SESSION gap must be a positive interval of days or less, not {gap}"),
     }
 }
