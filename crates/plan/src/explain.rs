@@ -114,6 +114,15 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             out,
             "{pad}Session per {partition:?} on #{time} gap {gap}us adding {bounds:?}"
         ),
+        Plan::TemporalFilter { bounds, .. } => writeln!(
+            out,
+            "{pad}TemporalFilter [{}]",
+            bounds
+                .iter()
+                .map(|b| format!("now() {:?} {}", b.clock, b.expr))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Plan::ForgetClosed { closing, .. } => {
             writeln!(
                 out,
@@ -131,6 +140,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
         | Plan::TopK { input, .. }
         | Plan::EmitOnWindowClose { input, .. }
         | Plan::ForgetClosed { input, .. }
+        | Plan::TemporalFilter { input, .. }
         | Plan::Session { input, .. } => write_plan(input, depth + 1, out),
         Plan::Join { left, right, .. } => {
             write_plan(left, depth + 1, out);

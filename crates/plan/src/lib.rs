@@ -139,6 +139,15 @@ pub enum Plan {
         /// The columns that close its rows.
         closing: Vec<ClosingColumn>,
     },
+    /// A temporal filter: each input row is in the output while the clock (the timeline's
+    /// time, milliseconds since the epoch) satisfies every bound: it enters at the first time
+    /// they all hold (or its own time, if later) and leaves at the first time one fails.
+    TemporalFilter {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The bounds, each comparing the clock with an expression of the row.
+        bounds: Vec<TemporalBound>,
+    },
     /// SESSION windows: each input row with the bounds of its session appended, one column
     /// per entry of `bounds`. A session is a maximal run of a key's rows, in time order, each
     /// less than `gap` after the one before; it spans `[first time, last time + gap)`. A row
@@ -186,6 +195,28 @@ pub enum JoinKind {
     /// `NOT IN` semantics: left rows with no match, none at all if the right side holds a NULL
     /// key, and a NULL left key only survives an empty right side.
     LeftAntiNullAware,
+}
+
+/// One bound of a [`Plan::TemporalFilter`]: the clock compared with `expr` (a timestamp).
+#[derive(Debug, Clone)]
+pub struct TemporalBound {
+    /// An expression of the row's columns.
+    pub expr: ScalarExpr,
+    /// How the clock must compare with it.
+    pub clock: ClockComparison,
+}
+
+/// How the clock must compare with a row's expression for the row to be in the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockComparison {
+    /// `now() < expr`: until `expr`.
+    Before,
+    /// `now() <= expr`: through `expr`.
+    AtOrBefore,
+    /// `now() > expr`: from just after `expr`.
+    After,
+    /// `now() >= expr`: from `expr`.
+    AtOrAfter,
 }
 
 /// Which bound of its session a column of a [`Plan::Session`] holds.
@@ -296,7 +327,8 @@ impl Plan {
             Plan::Distinct { input }
             | Plan::TopK { input, .. }
             | Plan::EmitOnWindowClose { input, .. }
-            | Plan::ForgetClosed { input, .. } => input.schema(),
+            | Plan::ForgetClosed { input, .. }
+            | Plan::TemporalFilter { input, .. } => input.schema(),
         }
     }
 
@@ -334,6 +366,7 @@ impl Plan {
             | Plan::Reduce { input, .. }
             | Plan::Distinct { input }
             | Plan::TopK { input, .. }
+            | Plan::TemporalFilter { input, .. }
             | Plan::Session { input, .. } => input.collect_watermark_sources(ids),
             Plan::Join { left, right, .. } => {
                 left.collect_watermark_sources(ids);
@@ -356,6 +389,7 @@ impl Plan {
             | Plan::TopK { input, .. }
             | Plan::EmitOnWindowClose { input, .. }
             | Plan::ForgetClosed { input, .. }
+            | Plan::TemporalFilter { input, .. }
             | Plan::Session { input, .. } => input.collect_imports(ids),
             Plan::Join { left, right, .. } => {
                 left.collect_imports(ids);

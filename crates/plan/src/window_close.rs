@@ -315,7 +315,8 @@ fn column_bounds(
                 }]));
             }
         }
-        Plan::Constant { .. } => {}
+        // A temporal filter retracts rows as the clock moves, whatever their times.
+        Plan::Constant { .. } | Plan::TemporalFilter { .. } => {}
         Plan::Map {
             input, projection, ..
         } => {

@@ -34,6 +34,7 @@ pub mod session;
 mod session_windows;
 mod single_value;
 mod statement;
+mod temporal_filters;
 mod types;
 
 pub use error::SqlError;

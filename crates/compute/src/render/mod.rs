@@ -11,6 +11,7 @@ mod join;
 mod map_filter;
 mod reduce;
 mod session;
+mod temporal_filter;
 mod top_k;
 mod unnest;
 mod window_close;
@@ -66,6 +67,7 @@ pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
         | Plan::TopK { input, .. }
         | Plan::EmitOnWindowClose { input, .. }
         | Plan::ForgetClosed { input, .. }
+        | Plan::TemporalFilter { input, .. }
         | Plan::Session { input, .. } => validate(input),
         Plan::Reduce { input, .. } => validate(input),
         Plan::Join {
@@ -179,6 +181,11 @@ impl<'s> RenderContext<'s, '_> {
                 let rows = self.render(input)?;
                 top_k::render(rows, input.schema(), group_by, order_by, *offset, *limit)
             }
+            Plan::TemporalFilter { input, bounds } => {
+                let rows = self.render(input)?;
+                let errors = (self.dataflow, self.errors.clone());
+                temporal_filter::render(rows, input.schema(), bounds.clone(), errors)
+            }
             Plan::Session {
                 input,
                 partition,
@@ -221,7 +228,7 @@ impl<'s> RenderContext<'s, '_> {
                 *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
             }
             Plan::EmitOnWindowClose { .. } => true,
-            Plan::ForgetClosed { .. } | Plan::Session { .. } => false,
+            Plan::ForgetClosed { .. } | Plan::Session { .. } | Plan::TemporalFilter { .. } => false,
             Plan::Reduce { .. } | Plan::Distinct { .. } | Plan::TopK { .. } => false,
         }
     }

@@ -25,7 +25,11 @@ use repr::RowCodec;
 
 use crate::catalog::as_relation;
 use crate::SqlError;
-use plan::{Plan, ScalarExpr};
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::Operator;
+use plan::{ClockComparison, Plan, ScalarExpr, TemporalBound};
+
+use crate::temporal_filters::{clock_comparison, reads_clock};
 
 /// Functions whose value depends on when they run: a view using them cannot be maintained by
 /// reacting to changes of its inputs alone.
@@ -38,13 +42,15 @@ const TIME_DEPENDENT_FUNCTIONS: &[&str] = &[
     "localtime",
     "random",
     "uuid",
+    "mz_now",
 ];
 
 /// Lowers an analyzed (not yet optimized) logical plan: it is checked for constructs that
 /// cannot be maintained, optimized by `state`, and lowered.
 pub fn lower(state: &SessionState, plan: &LogicalPlan) -> Result<Plan, SqlError> {
-    reject_time_dependent_functions(plan)?;
-    let optimized = state.optimize(plan)?;
+    let plan = crate::temporal_filters::mark_clock_in_filters(plan.clone())?;
+    reject_time_dependent_functions(&plan)?;
+    let optimized = state.optimize(&plan)?;
     Lowerer { state }.lower(&optimized)
 }
 
@@ -86,6 +92,14 @@ impl Lowerer<'_> {
                 ..
             }) => {
                 let (input_plan, predicate) = match input.as_ref() {
+                    LogicalPlan::Filter(filter) if reads_clock(&filter.predicate) => (
+                        self.lower_predicate(
+                            self.lower(&filter.input)?,
+                            filter.input.schema(),
+                            &filter.predicate,
+                        )?,
+                        None,
+                    ),
                     LogicalPlan::Filter(filter) => (
                         self.lower(&filter.input)?,
                         Some(self.physical(&filter.predicate, filter.input.schema())?),
@@ -105,8 +119,7 @@ impl Lowerer<'_> {
             }
             LogicalPlan::Filter(filter) => {
                 let input = self.lower(&filter.input)?;
-                let predicate = self.physical(&filter.predicate, filter.input.schema())?;
-                Ok(self.filter(input, filter.input.schema(), predicate)?)
+                self.lower_predicate(input, filter.input.schema(), &filter.predicate)
             }
             LogicalPlan::TableScan(scan) => self.lower_scan(scan),
             LogicalPlan::SubqueryAlias(alias) => {
@@ -281,6 +294,58 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `input` (rows of `schema`) filtered by `predicate`: the conjuncts that compare with the
+    /// clock become a temporal filter over the others.
+    fn lower_predicate(
+        &self,
+        input: Plan,
+        schema: &DFSchema,
+        predicate: &Expr,
+    ) -> Result<Plan, SqlError> {
+        let (temporal, rest): (Vec<&Expr>, Vec<&Expr>) = split_conjunction(predicate)
+            .into_iter()
+            .partition(|c| reads_clock(c));
+        let plan = match rest.into_iter().cloned().reduce(Expr::and) {
+            Some(rest) => {
+                let rest = self.physical(&rest, schema)?;
+                self.filter(input, schema, rest)?
+            }
+            None => input,
+        };
+        if temporal.is_empty() {
+            return Ok(plan);
+        }
+        let bounds = temporal
+            .into_iter()
+            .map(|conjunct| {
+                let (expr, op) = clock_comparison(conjunct).ok_or_else(|| {
+                    let shown = conjunct
+                        .to_string()
+                        .replace(&format!("{}()", crate::temporal_filters::CLOCK), "now()");
+                    SqlError::not_incremental(
+                        format!("the clock in {shown}"),
+                        "a view compares now() with an expression of its rows only by <, <=, > \
+                         or >=, as a conjunct of its WHERE",
+                    )
+                })?;
+                let clock = match op {
+                    Operator::Lt => ClockComparison::Before,
+                    Operator::LtEq => ClockComparison::AtOrBefore,
+                    Operator::Gt => ClockComparison::After,
+                    _ => ClockComparison::AtOrAfter,
+                };
+                Ok(TemporalBound {
+                    expr: self.physical(&expr, schema)?,
+                    clock,
+                })
+            })
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        Ok(Plan::TemporalFilter {
+            input: Box::new(plan),
+            bounds,
+        })
+    }
+
     /// Compiles `expr` against rows of `schema`.
     pub(crate) fn physical(&self, expr: &Expr, schema: &DFSchema) -> Result<ScalarExpr, SqlError> {
         Ok(self.state.create_physical_expr(expr.clone(), schema)?)
@@ -372,6 +437,10 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
         Plan::ForgetClosed { input, closing } => Plan::ForgetClosed {
             input: Box::new(with_schema(*input, schema)),
             closing,
+        },
+        Plan::TemporalFilter { input, bounds } => Plan::TemporalFilter {
+            input: Box::new(with_schema(*input, schema)),
+            bounds,
         },
         Plan::Session {
             input,
