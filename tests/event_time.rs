@@ -330,6 +330,11 @@ async fn an_emit_on_window_close_view_shows_each_window_once_when_it_closes() {
     let port = server.http_port();
     let closed = "SELECT window_start, n FROM closed ORDER BY window_start";
     let live = "SELECT window_start, n FROM live ORDER BY window_start";
+    let watcher = server.connect().await;
+    watcher
+        .batch_execute("BEGIN; DECLARE c CURSOR FOR SUBSCRIBE closed;")
+        .await
+        .expect("a subscription to the view");
 
     // Out of order; the watermark reaches 15 s: [0 s, 10 s) has closed, [10 s, 20 s) has not.
     post_clicks(port, &[(1, 12), (2, 3), (3, 20)]);
@@ -356,6 +361,26 @@ async fn an_emit_on_window_close_view_shows_each_window_once_when_it_closes() {
         Duration::from_secs(30),
     )
     .await;
+    // SUBSCRIBE saw each closed window once, as an insert, and nothing else.
+    let changes: Vec<String> = watcher
+        .simple_query("FETCH ALL c WITH (timeout = '1s')")
+        .await
+        .expect("FETCH")
+        .iter()
+        .filter_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(format!(
+                "{}|{}|{}",
+                row.get("window_start").unwrap_or_default(),
+                row.get("n").unwrap_or_default(),
+                row.get("_diff").unwrap_or_default()
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        ["2026-01-01 00:00:00|1|1", "2026-01-01 00:00:10|2|1"]
+    );
 
     // After a SIGKILL the view is rebuilt from the source's history as it happened: the row
     // that came after its window closed stays out.
