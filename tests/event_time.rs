@@ -97,6 +97,19 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
     // The source's own late_table holds them too.
     let own = late.replace("fluxion_catalog.late_events", "late_clicks");
     assert_eq!(rows(&client, &own).await, expected_late);
+    // Late rows can be taken in again with plain SQL, reading their JSON.
+    client
+        .batch_execute(
+            "CREATE TABLE retaken (id bigint, ts timestamp);
+             INSERT INTO retaken SELECT (row::json->>'id')::bigint, (row::json->>'ts')::timestamp
+               FROM fluxion_catalog.late_events WHERE source = 'clicks';",
+        )
+        .await
+        .expect("late rows taken in again");
+    assert_eq!(
+        rows(&client, "SELECT id, ts FROM retaken ORDER BY id").await,
+        ["4|2026-01-01 00:00:14", "6|2026-01-01 00:00:09"]
+    );
     // Late rows are also corrections: the view counts them in their windows.
     let windows = "SELECT window_start, n FROM per_window ORDER BY window_start";
     let corrected = [

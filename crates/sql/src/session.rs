@@ -64,6 +64,8 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     // holds, and the alias would bring DataFusion's back under the name `to_char`.
     let _ = state.deregister_udf("to_char");
     let _ = state.register_udf(Arc::new(crate::postgres_to_char::to_char()));
+    // JSON read from text: `->`, `->>` and the json_get functions (json is text here).
+    let _ = datafusion_functions_json::register_all(&mut state);
     let _ = state.register_udf(Arc::new(crate::temporal_filters::mz_now()));
     let _ = state.register_udf(Arc::new(crate::temporal_filters::clock()));
     for function in crate::session_windows::session_window_functions() {

@@ -705,6 +705,10 @@ fn builtin_operator(op: &BinaryOperator) -> Option<Rewritten> {
 
 /// The rewrite of `CAST(inner AS data_type)`, if it needs one.
 fn rewrite_cast(inner: &Expr, data_type: &SqlType) -> Option<Expr> {
+    // json and jsonb values are their text; `->` and `->>` read it.
+    if matches!(data_type, SqlType::JSON | SqlType::JSONB) {
+        return Some(cast(inner.clone(), SqlType::Text));
+    }
     if let Some(kind) = reg_kind(data_type) {
         return Some(call(&kind.cast_function(), vec![inner.clone()]));
     }
