@@ -292,29 +292,18 @@ async fn an_idle_partition_stops_holding_the_watermark_back() {
     );
 }
 
-/// The JSON lines of the finished files a file sink wrote to `dir`, as `window_start|n|diff`.
+/// The changes a file sink wrote to `dir`, as `window_start|n|diff`.
 fn sink_lines(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .expect("the sink's directory")
-        .map(|e| e.expect("an entry").file_name())
-        .filter(|name| !name.to_string_lossy().starts_with('.'))
-        .collect();
-    names.sort();
-    names
+    support::sink_files::file_lines(dir)
         .iter()
-        .flat_map(|name| {
-            let text = std::fs::read_to_string(dir.join(name)).expect("a sink file");
-            text.lines()
-                .map(|line| {
-                    let change: serde_json::Value = serde_json::from_str(line).expect("JSON");
-                    format!(
-                        "{}|{}|{}",
-                        change["window_start"].as_str().unwrap_or("?"),
-                        change["n"],
-                        change["_diff"]
-                    )
-                })
-                .collect::<Vec<_>>()
+        .map(|line| {
+            let change: serde_json::Value = serde_json::from_slice(line).expect("JSON");
+            format!(
+                "{}|{}|{}",
+                change["window_start"].as_str().unwrap_or("?"),
+                change["n"],
+                change["_diff"]
+            )
         })
         .collect()
 }

@@ -8,13 +8,13 @@ mod support;
 mod tansu;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::postgres::TestPostgres;
 use support::query::{converge, error_code, row, sorted_rows, wait_for};
+use support::sink_files::file_lines;
 use support::TestServer;
 use tansu::{read_topic, Broker};
 
@@ -35,31 +35,6 @@ async fn random_writes(client: &tokio_postgres::Client, rng: &mut StdRng, writes
         };
         client.batch_execute(&sql).await.expect(&sql);
     }
-}
-
-/// The JSON lines of the finished files in `dir`.
-fn file_lines(dir: &Path) -> Vec<Vec<u8>> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .expect("the sink's directory")
-        .map(|e| {
-            e.expect("an entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    names.sort();
-    names
-        .iter()
-        .flat_map(|name| {
-            let text = std::fs::read(dir.join(name)).expect("a sink file");
-            text.split(|b| *b == b'\n')
-                .filter(|line| !line.is_empty())
-                .map(<[u8]>::to_vec)
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// What PLAIN JSON changes add up to: each row (`bucket|n|total`) that is there (a row there

@@ -7,6 +7,7 @@ pub mod http;
 pub mod pg_text;
 pub mod postgres;
 pub mod query;
+pub mod sink_files;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -467,7 +467,12 @@ impl Coordinator {
         if !create.emit_on_window_close {
             return Ok(plan);
         }
-        plan::emit_on_window_close(plan, &|id| self.watermark_column(id)).ok_or_else(|| {
+        let columns: HashMap<GlobalId, usize> = plan
+            .imports()
+            .into_iter()
+            .filter_map(|id| Some((id, self.watermark_column(id)?)))
+            .collect();
+        plan::emit_on_window_close(plan, &|id| columns.get(&id).copied()).ok_or_else(|| {
             CoordError::invalid(
                 "EMIT ON WINDOW CLOSE needs a column that a watermark closes: select the \
                  window_start or window_end of a window over a source with a WATERMARK, and \

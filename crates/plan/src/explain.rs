@@ -131,22 +131,8 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             )
         }
     };
-    match plan {
-        Plan::Get { .. } | Plan::Constant { .. } => {}
-        Plan::Map { input, .. }
-        | Plan::Unnest { input, .. }
-        | Plan::Reduce { input, .. }
-        | Plan::Distinct { input }
-        | Plan::TopK { input, .. }
-        | Plan::EmitOnWindowClose { input, .. }
-        | Plan::ForgetClosed { input, .. }
-        | Plan::TemporalFilter { input, .. }
-        | Plan::Session { input, .. } => write_plan(input, depth + 1, out),
-        Plan::Join { left, right, .. } => {
-            write_plan(left, depth + 1, out);
-            write_plan(right, depth + 1, out);
-        }
-        Plan::Union { inputs, .. } => inputs.iter().for_each(|i| write_plan(i, depth + 1, out)),
+    for input in plan.inputs() {
+        write_plan(input, depth + 1, out);
     }
 }
 

@@ -332,56 +332,10 @@ impl Plan {
         }
     }
 
-    /// The arranged collections the plan reads.
-    pub fn imports(&self) -> Vec<GlobalId> {
-        let mut ids = Vec::new();
-        self.collect_imports(&mut ids);
-        ids.sort();
-        ids.dedup();
-        ids
-    }
-
-    /// The sources whose watermarks an `EMIT ON WINDOW CLOSE` in the plan waits for.
-    pub fn watermark_sources(&self) -> Vec<GlobalId> {
-        let mut ids = Vec::new();
-        self.collect_watermark_sources(&mut ids);
-        ids.sort();
-        ids.dedup();
-        ids
-    }
-
-    fn collect_watermark_sources(&self, ids: &mut Vec<GlobalId>) {
+    /// The plans this node reads, in order.
+    pub fn inputs(&self) -> Vec<&Plan> {
         match self {
-            Plan::EmitOnWindowClose { input, closing } | Plan::ForgetClosed { input, closing } => {
-                ids.extend(
-                    closing
-                        .iter()
-                        .flat_map(|c| c.terms.iter().map(|t| t.source)),
-                );
-                input.collect_watermark_sources(ids);
-            }
-            Plan::Get { .. } | Plan::Constant { .. } => {}
-            Plan::Map { input, .. }
-            | Plan::Unnest { input, .. }
-            | Plan::Reduce { input, .. }
-            | Plan::Distinct { input }
-            | Plan::TopK { input, .. }
-            | Plan::TemporalFilter { input, .. }
-            | Plan::Session { input, .. } => input.collect_watermark_sources(ids),
-            Plan::Join { left, right, .. } => {
-                left.collect_watermark_sources(ids);
-                right.collect_watermark_sources(ids);
-            }
-            Plan::Union { inputs, .. } => {
-                inputs.iter().for_each(|i| i.collect_watermark_sources(ids))
-            }
-        }
-    }
-
-    fn collect_imports(&self, ids: &mut Vec<GlobalId>) {
-        match self {
-            Plan::Get { id, .. } => ids.push(*id),
-            Plan::Constant { .. } => {}
+            Plan::Get { .. } | Plan::Constant { .. } => Vec::new(),
             Plan::Map { input, .. }
             | Plan::Unnest { input, .. }
             | Plan::Reduce { input, .. }
@@ -390,12 +344,43 @@ impl Plan {
             | Plan::EmitOnWindowClose { input, .. }
             | Plan::ForgetClosed { input, .. }
             | Plan::TemporalFilter { input, .. }
-            | Plan::Session { input, .. } => input.collect_imports(ids),
-            Plan::Join { left, right, .. } => {
-                left.collect_imports(ids);
-                right.collect_imports(ids);
+            | Plan::Session { input, .. } => vec![input],
+            Plan::Join { left, right, .. } => vec![left, right],
+            Plan::Union { inputs, .. } => inputs.iter().collect(),
+        }
+    }
+
+    /// The arranged collections the plan reads.
+    pub fn imports(&self) -> Vec<GlobalId> {
+        let mut ids = Vec::new();
+        self.visit(&mut |plan| {
+            if let Plan::Get { id, .. } = plan {
+                ids.push(*id);
             }
-            Plan::Union { inputs, .. } => inputs.iter().for_each(|i| i.collect_imports(ids)),
+        });
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The sources whose watermarks an `EMIT ON WINDOW CLOSE` in the plan waits for.
+    pub fn watermark_sources(&self) -> Vec<GlobalId> {
+        let mut ids = std::collections::BTreeSet::new();
+        self.visit(&mut |plan| {
+            if let Plan::EmitOnWindowClose { closing, .. } | Plan::ForgetClosed { closing, .. } =
+                plan
+            {
+                ids.extend(window_close::sources(closing));
+            }
+        });
+        ids.into_iter().collect()
+    }
+
+    /// Calls `f` on this node and every node below it.
+    fn visit(&self, f: &mut impl FnMut(&Plan)) {
+        f(self);
+        for input in self.inputs() {
+            input.visit(f);
         }
     }
 }

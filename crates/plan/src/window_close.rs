@@ -90,6 +90,14 @@ impl BoundStep {
     }
 }
 
+/// The sources whose watermarks the bounds of `closing` start from.
+pub fn sources(closing: &[ClosingColumn]) -> std::collections::BTreeSet<GlobalId> {
+    closing
+        .iter()
+        .flat_map(|c| c.terms.iter().map(|t| t.source))
+        .collect()
+}
+
 /// What is known of one column's values in rows still to come.
 #[derive(Debug, Clone)]
 enum Bound {
@@ -526,6 +534,11 @@ fn column_index(expr: &ScalarExpr) -> Option<usize> {
 /// The value of a constant expression (no column in it) as microseconds: an interval of
 /// days or less, a duration or a timestamp.
 fn constant_micros(expr: &ScalarExpr) -> Option<i64> {
+    scalar_micros(&constant_value(expr)?)
+}
+
+/// The value of `expr` if it reads no column (`None` if it does, or fails).
+pub fn constant_value(expr: &ScalarExpr) -> Option<ScalarValue> {
     if !collect_columns(expr).is_empty() {
         return None;
     }
@@ -535,11 +548,10 @@ fn constant_micros(expr: &ScalarExpr) -> Option<i64> {
         &RecordBatchOptions::new().with_row_count(Some(1)),
     )
     .ok()?;
-    let value = match expr.evaluate(&one_row).ok()? {
-        ColumnarValue::Scalar(value) => value,
-        ColumnarValue::Array(array) => ScalarValue::try_from_array(&array, 0).ok()?,
-    };
-    scalar_micros(&value)
+    match expr.evaluate(&one_row).ok()? {
+        ColumnarValue::Scalar(value) => Some(value),
+        ColumnarValue::Array(array) => ScalarValue::try_from_array(&array, 0).ok(),
+    }
 }
 
 /// A constant as microseconds: an interval of days or less, a duration or a timestamp

@@ -59,29 +59,10 @@ pub(crate) fn codec(schema: &SchemaRef) -> Result<RowCodec, RenderError> {
 /// encoding, so rendering cannot fail halfway on some workers.
 pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
     codec(plan.schema())?;
-    match plan {
-        Plan::Get { .. } | Plan::Constant { .. } => Ok(()),
-        Plan::Map { input, .. }
-        | Plan::Unnest { input, .. }
-        | Plan::Distinct { input }
-        | Plan::TopK { input, .. }
-        | Plan::EmitOnWindowClose { input, .. }
-        | Plan::ForgetClosed { input, .. }
-        | Plan::TemporalFilter { input, .. }
-        | Plan::Session { input, .. } => validate(input),
-        Plan::Reduce { input, .. } => validate(input),
-        Plan::Join {
-            left,
-            right,
-            key_schema,
-            ..
-        } => {
-            codec(key_schema)?;
-            validate(left)?;
-            validate(right)
-        }
-        Plan::Union { inputs, .. } => inputs.iter().try_for_each(validate),
+    if let Plan::Join { key_schema, .. } = plan {
+        codec(key_schema)?;
     }
+    plan.inputs().into_iter().try_for_each(validate)
 }
 
 /// What rendering one dataflow needs besides the plan.
@@ -256,11 +237,7 @@ impl<'s> RenderContext<'s, '_> {
         mode: CloseMode,
     ) -> Result<RowCollection<'s>, RenderError> {
         let rows = self.render(input)?;
-        let sources: std::collections::BTreeSet<GlobalId> = closing
-            .iter()
-            .flat_map(|c| c.terms.iter().map(|t| t.source))
-            .collect();
-        let logs = sources
+        let logs = plan::window_close::sources(closing)
             .into_iter()
             .map(|source| (source, self.watermark_log(source)))
             .collect();

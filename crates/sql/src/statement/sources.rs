@@ -17,13 +17,9 @@
 
 use std::fmt;
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::ColumnarValue;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, ColumnDef, Expr, Ident, ObjectName, Statement, TableConstraint,
@@ -151,16 +147,7 @@ fn interval_micros(state: &SessionState, expr: &Expr) -> Option<Result<i64, SqlE
     let empty = DFSchema::empty();
     let logical = state.create_logical_expr(&expr.to_string(), &empty).ok()?;
     let physical = state.create_physical_expr(logical, &empty).ok()?;
-    let one_row = RecordBatch::try_new_with_options(
-        Arc::new(Schema::empty()),
-        Vec::new(),
-        &RecordBatchOptions::new().with_row_count(Some(1)),
-    )
-    .ok()?;
-    let value = match physical.evaluate(&one_row).ok()? {
-        ColumnarValue::Scalar(value) => value,
-        ColumnarValue::Array(array) => ScalarValue::try_from_array(&array, 0).ok()?,
-    };
+    let value = plan::window_close::constant_value(&physical)?;
     let (months, days, nanos) = match value {
         ScalarValue::IntervalMonthDayNano(Some(v)) => (v.months, v.days, v.nanoseconds),
         ScalarValue::IntervalDayTime(Some(v)) => (0, v.days, i64::from(v.milliseconds) * 1_000_000),
@@ -494,7 +481,7 @@ mod tests {
             panic!("not a CREATE SOURCE")
         };
         let catalog = datafusion::catalog::MemoryCatalogProvider::new();
-        create.watermark(&crate::session::new_state(Arc::new(catalog)))
+        create.watermark(&crate::session::new_state(std::sync::Arc::new(catalog)))
     }
 
     #[test]
