@@ -19,7 +19,7 @@
 
 use std::rc::Rc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::row::{RowConverter, RowParser, SortField};
@@ -34,12 +34,13 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::OutputBuilder;
 
-use super::aggregate::{encode_values, finish_avg, finish_sum, integer_values, is_integer};
+use super::aggregate::{finish_avg, finish_sum, integer_values, is_integer};
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError, RowCollection, Update};
 use crate::errors::DataflowErrors;
 
 mod distinct;
+mod finish;
 mod group_totals;
 mod threshold;
 
@@ -96,6 +97,8 @@ pub(crate) fn accumulates(aggregate: &AggregateExpr, append_only: bool) -> bool 
 struct ExtremeCodec {
     converter: RowConverter,
     parser: RowParser,
+    /// The encoding of NULL, decoded where a group has no value yet.
+    null: Row,
 }
 
 impl ExtremeCodec {
@@ -113,10 +116,21 @@ impl ExtremeCodec {
             descending,
             nulls_first: false,
         };
-        let converter = RowConverter::new(vec![SortField::new_with_options(data_type, options)])
-            .map_err(|e| RenderError(e.to_string()))?;
+        let converter = RowConverter::new(vec![SortField::new_with_options(
+            data_type.clone(),
+            options,
+        )])
+        .map_err(|e| RenderError(e.to_string()))?;
         let parser = converter.parser();
-        Ok(Some(Self { converter, parser }))
+        let null = converter
+            .convert_columns(&[new_null_array(&data_type, 1)])
+            .map_err(|e| RenderError(e.to_string()))?;
+        let null = Row::from_bytes(null.row(0).data());
+        Ok(Some(Self {
+            converter,
+            parser,
+            null,
+        }))
     }
 
     /// Each value of `column` encoded, `None` where it is NULL.
@@ -134,13 +148,17 @@ impl ExtremeCodec {
             .collect())
     }
 
-    /// The value `encoded` holds.
-    fn decode(&self, encoded: &Row) -> Result<ScalarValue, String> {
-        let columns = self
+    /// The values `encoded` hold, as one column (NULL where there is no value).
+    fn decode_all<'a>(
+        &self,
+        encoded: impl Iterator<Item = Option<&'a Row>>,
+    ) -> Result<ArrayRef, String> {
+        let rows = encoded.map(|e| self.parser.parse(e.unwrap_or(&self.null).as_bytes()));
+        let mut columns = self
             .converter
-            .convert_rows([self.parser.parse(encoded.as_bytes())])
+            .convert_rows(rows)
             .map_err(|e| e.to_string())?;
-        ScalarValue::try_from_array(&columns[0], 0).map_err(|e| e.to_string())
+        columns.pop().ok_or_else(|| "no column decoded".to_string())
     }
 }
 
@@ -197,28 +215,14 @@ pub(crate) fn render<'s>(
             finishing.len(),
         ))
     };
+    let finisher = finish::Finisher {
+        aggregates: finishing,
+        extremes: decoders,
+        output,
+        errors: (dataflow, errors),
+    };
     Ok(group_totals(partials, move |totals| {
-        if totals.sums.first().copied().unwrap_or(0) <= 0 {
-            return None;
-        }
-        let values: Result<Vec<ScalarValue>, String> = finishing
-            .iter()
-            .enumerate()
-            .map(|(i, aggregate)| match (&decoders[i], &totals.extremes[i]) {
-                (Some(codec), Some(extreme)) => codec.decode(extreme),
-                (Some(_), None) => {
-                    ScalarValue::try_from(&aggregate.output_type).map_err(|e| e.to_string())
-                }
-                (None, _) => finish(aggregate, totals.sums[1 + 2 * i], totals.sums[2 + 2 * i]),
-            })
-            .collect();
-        match values.and_then(|values| encode_values(&output, &values)) {
-            Ok(row) => Some(row),
-            Err(error) => {
-                errors.record(dataflow, 0, 1, &error);
-                None
-            }
-        }
+        finisher.finish(totals)
     }))
 }
 

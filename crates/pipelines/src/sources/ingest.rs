@@ -20,8 +20,9 @@ use super::flow_control::CommitWindow;
 use super::registry::{SourceRegistry, SourceStats};
 use super::watermark::WatermarkTracker;
 
-/// Batches read ahead of the one being committed.
-const READ_AHEAD: usize = 4;
+/// Batches read ahead of the one being committed: while commits or the views reading the
+/// source are slower than the source, this many wait to be merged into the next commit.
+const READ_AHEAD: usize = 32;
 
 /// Rows past which batches waiting to be committed are not merged into one commit.
 const MERGE_ROWS: usize = 256 * 1024;
@@ -101,9 +102,13 @@ pub fn spawn_ingest<C: SourceCommitter>(
             };
             match next {
                 Ok(Some(mut batch)) => {
-                    // Batches read while the last commit ran are committed with this one: a
-                    // source that delivers small batches faster than commits (an fsync
-                    // each) can happen then commits more rows per fsync, not fewer.
+                    let waited = window
+                        .wait_for_readers(|| committer.arranged_readers(id), committer.frontiers())
+                        .await;
+                    // Batches read while the readers caught up or the last commit ran are
+                    // committed with this one: a source faster than its commits (an fsync
+                    // each) or its views then commits more rows at a time, not more times,
+                    // and every aggregate downstream emits a group's change once per commit.
                     while batch.row_count() < MERGE_ROWS {
                         match received.try_recv() {
                             Ok(Ok(Some(later))) => batch.absorb(later),
@@ -115,9 +120,6 @@ pub fn spawn_ingest<C: SourceCommitter>(
                         }
                     }
                     let position = batch.position.clone();
-                    let waited = window
-                        .wait_for_readers(|| committer.arranged_readers(id), committer.frontiers())
-                        .await;
                     let committed = match waited {
                         Ok(()) => committer.commit(&wiring, batch).await,
                         Err(e) => Err(C::Error::from(e)),

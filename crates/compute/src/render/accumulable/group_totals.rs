@@ -2,21 +2,25 @@
 //!
 //! Semantics on `((group key, ()), t, accumulation)` updates: once every update at `t` has
 //! arrived (the input frontier has passed `t`), times in order, the accumulations of each group
-//! at `t` are added to the group's total, and where the total's finished row changed, the old
-//! row is retracted and the new one inserted at `t`. A group whose total is zero is gone.
+//! at `t` are added to the group's total, the totals that changed are finished into rows
+//! together (one batch per time, so the rows are encoded a column at a time), and where a
+//! group's row changed, the old row is retracted and the new one inserted at `t`. A group whose
+//! total is zero is gone.
 //! Updates are exchanged by group key, so each worker owns its groups.
 //!
 //! Why not differential's `reduce` over an arrangement of the accumulations: an accumulable
 //! aggregate needs no history, only the current total, so sorting every update into batches,
 //! merging the batches and replaying a group's history whenever it changes is work with no
-//! use. Here a change costs one hash-map lookup and an addition. State: per group, its total
+//! use. Here a change costs one hash-table lookup and an addition. State: per group, its total
 //! and its current row; in flight, the updates of times not complete yet.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 
 use differential_dataflow::difference::{IsZero, Semigroup};
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::AsCollection;
+use hashbrown::HashTable;
 use repr::{Diff, Row, Timestamp};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
@@ -28,54 +32,85 @@ use super::{Accumulation, AccumulationUpdates};
 
 /// A group's running total and the row it last finished to (`None`: the group has no row).
 struct GroupTotal {
+    key: Row,
     total: Accumulation,
     row: Option<Row>,
     /// The last time the total changed.
     changed_at: Timestamp,
 }
 
+/// Every group's state, in slots, with a hash index from keys to slots: a row's
+/// accumulation costs one lookup, and the groups that changed are then handled by slot.
+/// Keys are rows this process encoded, so a fast hash without protection against chosen
+/// collisions is enough (the exchange already spreads keys by their hash).
+#[derive(Default)]
+struct Groups {
+    index: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+    slots: Vec<GroupTotal>,
+    /// Slots of groups that are gone, to be reused.
+    free: Vec<usize>,
+}
+
+impl Groups {
+    /// Adds `accumulation` to the total of group `key` at `time`; returns the group's slot
+    /// if this is its first change at `time`.
+    fn add(&mut self, key: Row, accumulation: Accumulation, time: Timestamp) -> Option<usize> {
+        let hash = self.hasher.hash_one(&key);
+        let slots = &mut self.slots;
+        if let Some(&slot) = self.index.find(hash, |&slot| slots[slot].key == key) {
+            let state = &mut slots[slot];
+            state.total.plus_equals(&accumulation);
+            let first = state.changed_at != time;
+            state.changed_at = time;
+            return first.then_some(slot);
+        }
+        let state = GroupTotal {
+            key,
+            total: accumulation,
+            row: None,
+            changed_at: time,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                slots[slot] = state;
+                slot
+            }
+            None => {
+                slots.push(state);
+                slots.len() - 1
+            }
+        };
+        let hasher = &self.hasher;
+        self.index
+            .insert_unique(hash, slot, |&s| hasher.hash_one(&slots[s].key));
+        Some(slot)
+    }
+
+    /// Forgets the group in `slot` (its total is zero).
+    fn remove(&mut self, slot: usize) {
+        let hash = self.hasher.hash_one(&self.slots[slot].key);
+        if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
+            entry.remove();
+        }
+        self.slots[slot].key = Row::default();
+        self.slots[slot].row = None;
+        self.free.push(slot);
+    }
+}
+
 /// The accumulations of the times not complete yet, each with the capability to emit at it.
 type PendingTimes = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<(Row, Accumulation)>)>;
 
-/// Adds the accumulations of `changes`, all at `time`, to their groups' totals, and returns
-/// the groups that changed, each once.
-fn add_changes(
-    groups: &mut HashMap<Row, GroupTotal>,
-    changes: Vec<(Row, Accumulation)>,
-    time: Timestamp,
-) -> Vec<Row> {
-    let mut changed = Vec::new();
-    for (key, accumulation) in changes {
-        match groups.get_mut(&key) {
-            Some(state) => {
-                state.total.plus_equals(&accumulation);
-                if state.changed_at != time {
-                    state.changed_at = time;
-                    changed.push(key);
-                }
-            }
-            None => {
-                let state = GroupTotal {
-                    total: accumulation,
-                    row: None,
-                    changed_at: time,
-                };
-                groups.insert(key.clone(), state);
-                changed.push(key);
-            }
-        }
-    }
-    changed
-}
-
 /// Maintains the total of every group of `updates`, emitting each group's row as `finish`
-/// makes it from the total (`None`: no row for this total).
+/// makes it from the total. `finish` takes the non-zero totals that changed at one time and
+/// returns their rows in the same order (`None`: no row for that total).
 pub(super) fn group_totals<'s, F>(
     updates: AccumulationUpdates<'s>,
     mut finish: F,
 ) -> GroupResults<'s>
 where
-    F: FnMut(&Accumulation) -> Option<Row> + 'static,
+    F: FnMut(&[&Accumulation]) -> Vec<Option<Row>> + 'static,
 {
     let by_group =
         Exchange::new(|((key, ()), _, _): &((Row, ()), Timestamp, Accumulation)| key.hashed());
@@ -85,7 +120,7 @@ where
             by_group,
             "AccumulableAggregate",
             move |_, _| {
-                let mut groups: HashMap<Row, GroupTotal> = HashMap::new();
+                let mut groups = Groups::default();
                 let mut pending = PendingTimes::new();
                 move |(input, frontier), output| {
                     input.for_each(|capability, data| {
@@ -106,23 +141,26 @@ where
                         }
                         let (time, (capability, changes)) = entry.remove_entry();
                         let mut session = output.session(&capability);
-                        for key in add_changes(&mut groups, changes, time) {
-                            let Some(state) = groups.get_mut(&key) else {
-                                continue;
-                            };
-                            let row = finish_unless_zero(&state.total, &mut finish);
+                        let changed: Vec<usize> = changes
+                            .into_iter()
+                            .filter_map(|(key, accumulation)| groups.add(key, accumulation, time))
+                            .collect();
+                        let mut rows = finish_changed(&groups, &changed, &mut finish).into_iter();
+                        for slot in changed {
+                            let state = &mut groups.slots[slot];
+                            let zero = state.total.is_zero();
+                            let row = if zero { None } else { rows.next().flatten() };
                             let old = std::mem::replace(&mut state.row, row.clone());
-                            if state.total.is_zero() {
-                                groups.remove(&key);
+                            if row != old {
+                                if let Some(old) = old {
+                                    session.give(((state.key.clone(), old), time, -1));
+                                }
+                                if let Some(new) = row {
+                                    session.give(((state.key.clone(), new), time, 1));
+                                }
                             }
-                            if row == old {
-                                continue;
-                            }
-                            if let Some(old) = old {
-                                session.give(((key.clone(), old), time, -1));
-                            }
-                            if let Some(new) = row {
-                                session.give(((key, new), time, 1));
+                            if zero {
+                                groups.remove(slot);
                             }
                         }
                     }
@@ -132,14 +170,18 @@ where
         .as_collection()
 }
 
-/// The row `total` finishes to; none for a zero total (the group is gone).
-fn finish_unless_zero<F>(total: &Accumulation, finish: &mut F) -> Option<Row>
+/// The rows the non-zero totals of the groups in the `changed` slots finish to, in order.
+fn finish_changed<F>(groups: &Groups, changed: &[usize], finish: &mut F) -> Vec<Option<Row>>
 where
-    F: FnMut(&Accumulation) -> Option<Row>,
+    F: FnMut(&[&Accumulation]) -> Vec<Option<Row>>,
 {
-    if total.is_zero() {
-        None
-    } else {
-        finish(total)
+    let totals: Vec<&Accumulation> = changed
+        .iter()
+        .map(|&slot| &groups.slots[slot].total)
+        .filter(|total| !total.is_zero())
+        .collect();
+    if totals.is_empty() {
+        return Vec::new();
     }
+    finish(&totals)
 }
