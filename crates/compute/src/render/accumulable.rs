@@ -29,6 +29,7 @@ use differential_dataflow::{AsCollection, VecCollection};
 use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, GlobalId, Row, Timestamp};
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
@@ -52,11 +53,12 @@ type AccumulationUpdates<'s> = VecCollection<'s, Timestamp, (Row, ()), Accumulat
 /// What an update contributes to its group, and what a group's updates add up to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct Accumulation {
-    /// `[rows, (value sum, value count) per aggregate]`, weighted by the update's diff.
-    sums: Vec<i128>,
+    /// `[rows, (value sum, value count) per aggregate]`, weighted by the update's diff
+    /// (inline up to two aggregates: no heap allocation per row).
+    sums: SmallVec<[i128; 5]>,
     /// Per aggregate: for min and max, the value in an encoding whose byte order puts the
     /// wanted extreme last (`None`: no value yet); unused for the others.
-    extremes: Vec<Option<Row>>,
+    extremes: SmallVec<[Option<Row>; 2]>,
 }
 
 impl IsZero for Accumulation {
@@ -67,7 +69,9 @@ impl IsZero for Accumulation {
 
 impl Semigroup for Accumulation {
     fn plus_equals(&mut self, rhs: &Self) {
-        self.sums.plus_equals(&rhs.sums);
+        for (mine, theirs) in self.sums.iter_mut().zip(&rhs.sums) {
+            *mine += theirs;
+        }
         for (mine, theirs) in self.extremes.iter_mut().zip(&rhs.extremes) {
             if theirs > mine {
                 mine.clone_from(theirs);
@@ -293,8 +297,8 @@ fn accumulations(
     batch: &RecordBatch,
 ) -> Vec<Accumulation> {
     let rows = batch.num_rows();
-    let mut sums = vec![vec![0i128; 1 + 2 * aggregates.len()]; rows];
-    let mut values: Vec<Vec<Option<Row>>> = vec![vec![None; aggregates.len()]; rows];
+    let mut sums: Vec<SmallVec<[i128; 5]>> = vec![smallvec![0i128; 1 + 2 * aggregates.len()]; rows];
+    let mut values: Vec<SmallVec<[Option<Row>; 2]>> = vec![smallvec![None; aggregates.len()]; rows];
     for row in sums.iter_mut() {
         row[0] = 1;
     }

@@ -24,6 +24,7 @@ use differential_dataflow::VecCollection;
 use plan::{AggregateExpr, AggregateFunc};
 use repr::{Diff, Row, Timestamp};
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 
 use super::super::aggregate::integer_values;
 use super::super::{RenderError, Update};
@@ -250,7 +251,7 @@ fn value_accumulation(
         }
         DistinctValues::Counted(_) => 1,
     };
-    let mut sums = vec![0i128; 1 + 2 * width];
+    let mut sums: SmallVec<[i128; 5]> = smallvec![0i128; 1 + 2 * width];
     let mut changed = false;
     for (j, &member) in share.members.iter().enumerate() {
         let present = counts.0[j] > 0;
@@ -264,6 +265,6 @@ fn value_accumulation(
     }
     changed.then(|| Accumulation {
         sums,
-        extremes: vec![None; width],
+        extremes: smallvec![None; width],
     })
 }
