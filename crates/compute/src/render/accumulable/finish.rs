@@ -3,7 +3,7 @@
 //! The totals that changed at one time are finished together: per aggregate one column (the
 //! extremes decoded in one call, the sums turned into values), then every row encoded in one
 //! call. Finishing group by group built arrays of one element and encoded them one row at a
-//! time, which cost more than everything else the aggregation does.
+//! time, which cost a fifth of a GROUP BY's CPU.
 
 use std::rc::Rc;
 use std::sync::Arc;
