@@ -25,6 +25,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::postgres::TestPostgres;
 use support::query::{converge, sorted_rows};
+use support::sink_files::file_lines;
 use support::TestServer;
 use tansu::{read_topic, Broker};
 use tokio_postgres::SimpleQueryMessage;
@@ -102,23 +103,10 @@ async fn topic_changes(broker: &Broker, topic: &str) -> Vec<Change> {
 
 /// The changes in the finished files of a file sink.
 fn file_changes(dir: &Path) -> Vec<Change> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .expect("the sink's directory")
-        .map(|e| {
-            e.expect("an entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| !name.starts_with('.'))
-        .collect();
-    names.sort();
-    let mut changes = Vec::new();
-    for name in names {
-        let text = std::fs::read_to_string(dir.join(&name)).expect("a sink file");
-        changes.extend(text.lines().map(|line| json_change(line.as_bytes())));
-    }
-    changes
+    file_lines(dir)
+        .iter()
+        .map(|line| json_change(line))
+        .collect()
 }
 
 /// A durable subscriber: reads `feed` through a cursor (whole timestamps per FETCH), and

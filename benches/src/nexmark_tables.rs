@@ -58,3 +58,6 @@ pub const NEXMARK_TABLES: [NexmarkTable; 3] = [
         len: 46,
     },
 ];
+
+/// The bid table (46 of every 50 events).
+pub const BID: &NexmarkTable = &NEXMARK_TABLES[2];

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use fluxion_benches::nexmark_tables::BID;
 use fluxion_benches::BenchServer;
 
 #[derive(Debug, Parser)]
@@ -48,7 +49,7 @@ async fn main() -> Result<(), String> {
     let server = BenchServer::start(&args.binary, args.workers)?;
     let client = server.connect().await?;
     let sql = |e: tokio_postgres::Error| e.to_string();
-    let bids = args.events / 50 * 46 + (args.events % 50).saturating_sub(4);
+    let bids = BID.rows(args.events);
     let emit = if args.emit_on_window_close {
         "EMIT ON WINDOW CLOSE"
     } else {

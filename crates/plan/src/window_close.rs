@@ -152,6 +152,19 @@ pub fn emit_on_window_close(
     })
 }
 
+/// `plan`, forgetting its closed rows: further down if [`forget_closed`] can place that there,
+/// else right on top of it (nothing to forget without a closing column).
+fn forget_at_or_below(plan: Plan, closing: Vec<ClosingColumn>) -> Plan {
+    match forget_closed(plan, &closing) {
+        (plan, true) => plan,
+        (plan, false) if closing.is_empty() => plan,
+        (plan, false) => Plan::ForgetClosed {
+            input: Box::new(plan),
+            closing,
+        },
+    }
+}
+
 /// `plan` with [`Plan::ForgetClosed`] under the aggregations (or joins) that `closing`
 /// (closing columns of `plan`'s rows, with the bounds they close on) leads to, and whether
 /// every row of `plan` is now retracted once it closes.
@@ -231,15 +244,7 @@ fn forget_closed(plan: Plan, closing: &[ClosingColumn]) -> (Plan, bool) {
         } => {
             let keys = moved(closing, &|c| (c < group_len).then_some(c));
             let placed = !keys.is_empty();
-            let input = match forget_closed(*input, &keys) {
-                (input, true) => input,
-                (input, false) if placed => Plan::ForgetClosed {
-                    input: Box::new(input),
-                    closing: keys,
-                },
-                (input, false) => input,
-            };
-            let input = Box::new(input);
+            let input = Box::new(forget_at_or_below(*input, keys));
             let plan = Plan::Reduce {
                 input,
                 group_len,
@@ -276,18 +281,12 @@ fn forget_closed(plan: Plan, closing: &[ClosingColumn]) -> (Plan, bool) {
                     .find(|(l, r)| *l == c || left_width + r == c)
                     .map(|(_, r)| *r)
             });
-            let side = |plan: Plan, closing: Vec<ClosingColumn>| match forget_closed(plan, &closing)
-            {
-                (plan, true) => plan,
-                (plan, false) if closing.is_empty() => plan,
-                (plan, false) => Plan::ForgetClosed {
-                    input: Box::new(plan),
-                    closing,
-                },
-            };
             let placed = !on_left.is_empty() && !on_right.is_empty();
             let (left, right) = if placed {
-                (side(*left, on_left), side(*right, on_right))
+                (
+                    forget_at_or_below(*left, on_left),
+                    forget_at_or_below(*right, on_right),
+                )
             } else {
                 (*left, *right)
             };
