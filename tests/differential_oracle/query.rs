@@ -61,7 +61,7 @@ impl Query {
 
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
-    let query = match rng.random_range(0..16) {
+    let query = match rng.random_range(0..18) {
         0..=1 => select_filter(rng, tables),
         2..=3 => join_query(rng, tables),
         4..=6 => group_by_query(rng, tables),
@@ -69,6 +69,7 @@ pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
         8 => distinct_query(rng, tables),
         9..=10 => set_operation(rng, tables),
         11..=13 => subquery_filter(rng, tables),
+        14..=15 => window_functions(rng, tables),
         _ => top_k(rng, tables),
     };
     ViewQuery {
@@ -320,6 +321,11 @@ fn having(rng: &mut StdRng, scope: &Scope) -> String {
 /// `SELECT keys, aggregates FROM … [WHERE] GROUP BY keys [HAVING]`.
 fn group_by_query(rng: &mut StdRng, tables: &[Table]) -> Query {
     let from = from_clause(rng, tables);
+    group_by_over(rng, from)
+}
+
+/// `SELECT keys, aggregates FROM <from> [WHERE] GROUP BY keys [HAVING]`.
+fn group_by_over(rng: &mut StdRng, from: From) -> Query {
     let mut outputs: Vec<Output> = Vec::new();
     for _ in 0..rng.random_range(1..=2) {
         let key = group_key(rng, &from.scope);
@@ -440,6 +446,117 @@ fn set_operation_arm(rng: &mut StdRng, tables: &[Table], signature: &[Kind]) -> 
         .collect();
     let filter = maybe_where(rng, &from.scope);
     Query::select(&outputs, &format!(" FROM {}{filter}", from.sql)).sql
+}
+
+/// Window functions over a filter or aggregate query `b` of one base table: its columns,
+/// partitioned by some of them and ordered by all the others, and one function of each row's
+/// window (or, the top-k per group idiom, the rows whose `row_number()` is at most k).
+/// Ordering by every column makes the results determined up to identical rows, which get the
+/// same values.
+///
+/// Base tables only, no joins: the oracle inlines views, and DataFusion 55 plans a window
+/// over some outer joins wrongly (a constant column of an outer join's nullable side is taken
+/// as sorted, and its SanityCheckPlan refuses the plan).
+fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let base_tables: Vec<Table> = tables
+        .iter()
+        .filter(|t| !is_view(&t.name))
+        .cloned()
+        .collect();
+    let base = if rng.random_bool(0.5) {
+        select_filter(rng, &base_tables)
+    } else {
+        let from = single_table(rng, &base_tables, "x0");
+        group_by_over(rng, from)
+    };
+    // Floating point values may differ in their last digits between the two: no ordering by
+    // them, and so only functions that ties leave unchanged.
+    let exact = base.outputs.iter().all(Option::is_some);
+    let columns: Vec<usize> = (0..base.outputs.len())
+        .filter(|&i| base.outputs[i].is_some())
+        .collect();
+    let partitions = rng.random_range(0..=columns.len().min(2));
+    let (partition, order) = columns.split_at(partitions);
+    let over = {
+        let partition = match partition {
+            [] => String::new(),
+            columns => format!(
+                "PARTITION BY {} ",
+                columns
+                    .iter()
+                    .map(|i| format!("b.o{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let order = match order {
+            [] => String::new(),
+            columns => format!(
+                "ORDER BY {}",
+                columns
+                    .iter()
+                    .map(|i| {
+                        let direction = if rng.random_bool(0.5) { "ASC" } else { "DESC" };
+                        let nulls = if rng.random_bool(0.5) {
+                            "NULLS FIRST"
+                        } else {
+                            "NULLS LAST"
+                        };
+                        format!("b.o{i} {direction} {nulls}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        format!("OVER ({partition}{order})")
+    };
+    let integers: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| base.outputs[i] == Some(Kind::Int))
+        .collect();
+    let mut functions = vec!["rank()", "dense_rank()", "count(*)"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    if exact {
+        functions.push("row_number()".into());
+        if let Some(i) = integers.choose(rng) {
+            functions.push(format!("sum(b.o{i})"));
+            functions.push(format!("lag(b.o{i})"));
+            functions.push(format!("lead(b.o{i}, 2, -1)"));
+        }
+    }
+    let columns: Vec<String> = (0..base.outputs.len()).map(|i| format!("b.o{i}")).collect();
+    let n = base.outputs.len();
+    let mut outputs = base.outputs.clone();
+    outputs.push(Some(Kind::Int));
+    let wrap = |inner: &str, function: &str, top: Option<u32>| {
+        let windowed = format!(
+            "SELECT {}, {function} {over} AS o{n} FROM ({inner}) AS b",
+            columns.join(", ")
+        );
+        match top {
+            Some(k) => format!("SELECT * FROM ({windowed}) AS w WHERE w.o{n} <= {k}"),
+            None => windowed,
+        }
+    };
+    let (function, top) = if exact && rng.random_bool(0.4) {
+        ("row_number()".to_string(), Some(rng.random_range(1..=3)))
+    } else {
+        (functions.choose(rng).unwrap().clone(), None)
+    };
+    Query {
+        oracle_sql: base.oracle_sql.map(|q| wrap(&q, &function, top)),
+        sql: wrap(&base.sql, &function, top),
+        outputs,
+    }
+}
+
+/// Whether a relation in scope is an earlier view (`v0`, `v1`, …, see `case.rs`).
+fn is_view(name: &str) -> bool {
+    name.strip_prefix('v')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `<query> ORDER BY o0, o1, … LIMIT n [OFFSET m]` over a filter, join or aggregate query.

@@ -97,6 +97,27 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 .join(", "),
             limit.map(|l| l.to_string()).unwrap_or_else(|| "ALL".into())
         ),
+        Plan::Window {
+            partition_by,
+            order_by,
+            functions,
+            limit,
+            ..
+        } => writeln!(
+            out,
+            "{pad}Window partition by {partition_by:?} order by [{}] computing [{}]{}",
+            order_by
+                .iter()
+                .map(sort_column)
+                .collect::<Vec<_>>()
+                .join(", "),
+            functions
+                .iter()
+                .map(|f| f.expr.name().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            limit.map(|l| format!(" first {l}")).unwrap_or_default()
+        ),
         Plan::EmitOnWindowClose { closing, .. } => {
             writeln!(
                 out,

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::physical_expr::window::WindowExpr;
 use datafusion::physical_expr::PhysicalExpr;
 use repr::{Diff, GlobalId, Row};
 
@@ -166,6 +167,24 @@ pub enum Plan {
         /// The output schema: the input's columns, then the bounds.
         schema: SchemaRef,
     },
+    /// Window functions (`OVER`): each input row with one more column per function, computed
+    /// over the row's partition (the rows with its values in `partition_by`) sorted by
+    /// `order_by`, ties broken by the rows' bytes so that the result is deterministic.
+    Window {
+        /// The input collection.
+        input: Box<Plan>,
+        /// The columns forming the partitions (empty: the whole collection is one).
+        partition_by: Vec<usize>,
+        /// The order within a partition.
+        order_by: Vec<SortColumn>,
+        /// The functions, one output column each, all over this partitioning and order.
+        functions: Vec<WindowFunction>,
+        /// Only the first rows of each partition in the order are kept (a filter such as
+        /// `row_number() … <= k` above it): the rows of other positions are left out.
+        limit: Option<usize>,
+        /// The output schema: the input's columns, then one per function.
+        schema: SchemaRef,
+    },
     /// The input's updates, and each row retracted just after it closes (see
     /// [`window_close`]); changes to closed rows are dropped. Below the aggregation of an
     /// `EMIT ON WINDOW CLOSE`, it makes the aggregation forget the windows emitted.
@@ -175,6 +194,37 @@ pub enum Plan {
         /// The columns that close its rows.
         closing: Vec<ClosingColumn>,
     },
+}
+
+/// One function of a [`Plan::Window`].
+#[derive(Debug, Clone)]
+pub struct WindowFunction {
+    /// DataFusion's evaluation of the function over one sorted partition.
+    pub expr: Arc<dyn WindowExpr>,
+    /// What the function computes, as far as planning cares.
+    pub kind: WindowFunctionKind,
+}
+
+/// What a window function computes, as far as planning cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunctionKind {
+    /// `row_number()`: the row's position in its partition, from 1.
+    RowNumber,
+    /// `rank()` or `dense_rank()`: a row's value depends only on the rows before it.
+    Rank,
+    /// Anything else (aggregates over frames, `lag`, `lead`, …).
+    Other,
+}
+
+impl WindowFunctionKind {
+    /// Whether the function's value for a row depends only on that row and the rows before
+    /// it, so that the first rows of a partition can be computed without the rest.
+    pub fn is_prefix_determined(self) -> bool {
+        matches!(
+            self,
+            WindowFunctionKind::RowNumber | WindowFunctionKind::Rank
+        )
+    }
 }
 
 /// How a join treats unmatched rows.
@@ -323,7 +373,8 @@ impl Plan {
             | Plan::Join { schema, .. }
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. }
-            | Plan::Session { schema, .. } => schema,
+            | Plan::Session { schema, .. }
+            | Plan::Window { schema, .. } => schema,
             Plan::Distinct { input }
             | Plan::TopK { input, .. }
             | Plan::EmitOnWindowClose { input, .. }
@@ -344,7 +395,8 @@ impl Plan {
             | Plan::EmitOnWindowClose { input, .. }
             | Plan::ForgetClosed { input, .. }
             | Plan::TemporalFilter { input, .. }
-            | Plan::Session { input, .. } => vec![input],
+            | Plan::Session { input, .. }
+            | Plan::Window { input, .. } => vec![input],
             Plan::Join { left, right, .. } => vec![left, right],
             Plan::Union { inputs, .. } => inputs.iter().collect(),
         }

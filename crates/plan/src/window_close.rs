@@ -412,10 +412,18 @@ fn column_bounds(
             }
         }
         Plan::TopK {
-            input, group_by, ..
+            input,
+            group_by: partition,
+            ..
+        }
+        | Plan::Window {
+            input,
+            partition_by: partition,
+            ..
         } => {
+            // A partition's rows change only when the partition does.
             let input_bounds = column_bounds(input, watermark_column);
-            for &column in group_by {
+            for &column in partition {
                 if let Some(Some(Bound::Value(terms))) = input_bounds.get(column) {
                     bounds[column] = Some(Bound::Value(terms.clone()));
                 }

@@ -68,23 +68,40 @@ pub fn displayed_schema(schema: &SchemaRef) -> SchemaRef {
 
 /// Names the SELECT lists of a query (and of its subqueries) as Postgres does: an unnamed
 /// expression gets its Postgres name (`count(*)` is `count`), and a name that repeats gets a
-/// hidden suffix (see [`display_name`]), as do the columns listed beside a `*`.
+/// hidden suffix (see [`display_name`]), as do the columns listed beside a `*` in the
+/// query's own result. Inside a subquery, a column or a name given with `AS` beside a `*`
+/// keeps its name, so that the query around it can read it (a name the `*` also gives is then
+/// refused as a duplicate).
 pub(crate) fn name_result_columns(query: &mut Query) {
-    let _ = query.visit(&mut SelectNamer);
+    let _ = query.visit(&mut SelectNamer { depth: 0 });
 }
 
-struct SelectNamer;
+/// Visits SELECT lists, knowing how deep in subqueries each is.
+struct SelectNamer {
+    /// Queries entered and not left: 1 in the query's own SELECT lists.
+    depth: usize,
+}
 
 impl VisitorMut for SelectNamer {
     type Break = ();
 
+    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _query: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
-        name_select_list(select);
+        name_select_list(select, self.depth > 1);
         ControlFlow::Continue(())
     }
 }
 
-fn name_select_list(select: &mut Select) {
+fn name_select_list(select: &mut Select, nested: bool) {
     let has_wildcard = select.projection.iter().any(|item| {
         matches!(
             item,
@@ -97,7 +114,15 @@ fn name_select_list(select: &mut Select) {
             SelectItem::UnnamedExpr(expr) => {
                 let is_column = matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
                 let name = postgres_name(expr);
+                if nested && has_wildcard && is_column {
+                    used.insert(name);
+                    continue;
+                }
                 (expr.clone(), name, is_column)
+            }
+            SelectItem::ExprWithAlias { alias, .. } if nested && has_wildcard => {
+                used.insert(fold_ident(alias).to_lowercase());
+                continue;
             }
             SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), fold_ident(alias), true),
             _ => continue,

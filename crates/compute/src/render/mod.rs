@@ -14,6 +14,7 @@ mod session;
 mod temporal_filter;
 mod top_k;
 mod unnest;
+mod window;
 mod window_close;
 
 use std::collections::BTreeMap;
@@ -186,6 +187,25 @@ impl<'s> RenderContext<'s, '_> {
                 };
                 session::render(rows, spec)
             }
+            Plan::Window {
+                input,
+                partition_by,
+                order_by,
+                functions,
+                limit,
+                schema,
+            } => {
+                let rows = self.render(input)?;
+                let spec = window::WindowSpec {
+                    input_schema: input.schema(),
+                    partition_by,
+                    order_by,
+                    functions,
+                    limit: *limit,
+                    output_schema: schema,
+                };
+                window::render(rows, spec, (self.dataflow, self.errors.clone()))
+            }
             Plan::EmitOnWindowClose { input, closing } => {
                 self.render_closing(input, closing, CloseMode::Emit)
             }
@@ -210,7 +230,10 @@ impl<'s> RenderContext<'s, '_> {
             }
             Plan::EmitOnWindowClose { .. } => true,
             Plan::ForgetClosed { .. } | Plan::Session { .. } | Plan::TemporalFilter { .. } => false,
-            Plan::Reduce { .. } | Plan::Distinct { .. } | Plan::TopK { .. } => false,
+            Plan::Reduce { .. }
+            | Plan::Distinct { .. }
+            | Plan::TopK { .. }
+            | Plan::Window { .. } => false,
         }
     }
 

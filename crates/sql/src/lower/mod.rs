@@ -10,6 +10,7 @@ mod aggregate;
 mod join;
 mod session;
 mod sort;
+mod window;
 
 use std::sync::Arc;
 
@@ -20,7 +21,9 @@ use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{Distinct, Expr, LogicalPlan, Projection, TableScan, Unnest};
+use datafusion::logical_expr::{
+    Distinct, Expr, Filter, LogicalPlan, Projection, TableScan, Unnest,
+};
 use repr::RowCodec;
 
 use crate::catalog::as_relation;
@@ -94,14 +97,14 @@ impl Lowerer<'_> {
                 let (input_plan, predicate) = match input.as_ref() {
                     LogicalPlan::Filter(filter) if reads_clock(&filter.predicate) => (
                         self.lower_predicate(
-                            self.lower(&filter.input)?,
+                            self.lower_filtered(filter)?,
                             filter.input.schema(),
                             &filter.predicate,
                         )?,
                         None,
                     ),
                     LogicalPlan::Filter(filter) => (
-                        self.lower(&filter.input)?,
+                        self.lower_filtered(filter)?,
                         Some(self.physical(&filter.predicate, filter.input.schema())?),
                     ),
                     other => (self.lower(other)?, None),
@@ -118,7 +121,7 @@ impl Lowerer<'_> {
                 })
             }
             LogicalPlan::Filter(filter) => {
-                let input = self.lower(&filter.input)?;
+                let input = self.lower_filtered(filter)?;
                 self.lower_predicate(input, filter.input.schema(), &filter.predicate)
             }
             LogicalPlan::TableScan(scan) => self.lower_scan(scan),
@@ -296,6 +299,13 @@ impl Lowerer<'_> {
 
     /// `input` (rows of `schema`) filtered by `predicate`: the conjuncts that compare with the
     /// clock become a temporal filter over the others.
+    /// The input of `filter`, its windows limited to the rows the filter keeps by row number.
+    fn lower_filtered(&self, filter: &Filter) -> Result<Plan, SqlError> {
+        let mut input = self.lower(&filter.input)?;
+        window::limit_by_row_number(&mut input, &filter.predicate, filter.input.schema());
+        Ok(input)
+    }
+
     fn lower_predicate(
         &self,
         input: Plan,
@@ -469,6 +479,21 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
             order_by,
             offset,
             limit,
+        },
+        Plan::Window {
+            input,
+            partition_by,
+            order_by,
+            functions,
+            limit,
+            ..
+        } => Plan::Window {
+            input,
+            partition_by,
+            order_by,
+            functions,
+            limit,
+            schema,
         },
     }
 }

@@ -1,6 +1,5 @@
 //! Lowering session windows: the window functions `SESSION(…)` plans to (see
-//! [`crate::session_windows`]) become the incremental session operator. Any other window
-//! function is refused.
+//! [`crate::session_windows`]) become the incremental session operator.
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::{WindowFunction, WindowFunctionParams};
@@ -11,6 +10,19 @@ use super::{arrow_schema, Lowerer};
 use crate::session_windows::{gap_micros, SESSION_END, SESSION_START};
 use crate::SqlError;
 
+/// Whether `expr` is one of the window functions a `SESSION` window plans to.
+pub(super) fn is_session_bound(expr: &Expr) -> bool {
+    match expr.clone().unalias() {
+        Expr::WindowFunction(function) => match &function.fun {
+            WindowFunctionDefinition::WindowUDF(udf) => {
+                [SESSION_START, SESSION_END].contains(&udf.name())
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// What every window function of a `SESSION` has in common.
 struct Sessions {
     partition: Vec<usize>,
@@ -19,12 +31,13 @@ struct Sessions {
 }
 
 impl Lowerer<'_> {
-    /// A window node: the bounds of `SESSION` windows, or an error.
-    pub(super) fn lower_window(&self, window: &Window) -> Result<Plan, SqlError> {
+    /// A window node computing the bounds of `SESSION` windows, or an error if it also
+    /// computes anything else.
+    pub(super) fn lower_session(&self, window: &Window) -> Result<Plan, SqlError> {
         let refused = || {
             SqlError::not_incremental(
-                "window functions (OVER)",
-                "not maintained incrementally yet (SESSION windows are)",
+                "SESSION windows beside other window functions",
+                "compute the other window functions in a query over the SESSION windows",
             )
         };
         let schema = window.input.schema();
