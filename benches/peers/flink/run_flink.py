@@ -74,6 +74,14 @@ def datagen_columns(events, keys):
             [("dt_ms", "BIGINT", {"min": 0, "max": max(events // 10 - 1, 0)})],
             f"CAST(TO_TIMESTAMP_LTZ({BASE_TIME_MS} + dt_ms, 3) AS TIMESTAMP(3))",
         ),
+        # For the windowed queries, Fluxion's exact time from the bid's position: bid i is
+        # event n = i / 46 * 50 + 4 + i mod 46, at BASE + n / 10 ms (whole ms), so in order.
+        # A computed column of the datagen table, which carries the watermark (source_ddl).
+        "date_time_ordered": (
+            [seq],
+            f"CAST(TO_TIMESTAMP_LTZ({BASE_TIME_MS} + (seq / 46 * 50 + 4 + MOD(seq, 46)) / 10, 3) "
+            "AS TIMESTAMP(3))",
+        ),
         # 54..81 letters in Fluxion (a slice of one random text); 68 random hex digits here.
         "extra": ([("extra", "VARCHAR", {"length": 68})], "extra"),
         # Half the bids from 4 hot channels, half from channel-0 .. channel-9999.
@@ -114,6 +122,7 @@ def distinct_report():
 
 
 DAY = "DATE_FORMAT(date_time, 'yyyy-MM-dd')"
+HOP = "TABLE(HOP(TABLE bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND))"
 
 # The queries, as benches/nexmark/*.sql has them, in Flink's dialect, over the view `bid`
 # (or `bids` for groupby): (columns read, SELECT).
@@ -124,6 +133,28 @@ QUERIES = {
     "q1": (["auction", "bidder", "price", "date_time", "extra"],
            "SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid"),
     "q2": (["auction", "price"], "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0"),
+    # The windowed queries as Flink's nexmark project writes them (windowing TVFs over the
+    # rowtime attribute date_time, whose watermark trails it by 4 s; see source_ddl).
+    "q5": (["auction", "date_time"],
+           "SELECT AuctionBids.auction, AuctionBids.num FROM (\n"
+           "    SELECT auction, count(*) AS num, window_start AS starttime, window_end AS endtime\n"
+           f"    FROM {HOP} GROUP BY auction, window_start, window_end\n"
+           ") AS AuctionBids JOIN (\n"
+           "    SELECT max(CountBids.num) AS maxn, CountBids.starttime, CountBids.endtime FROM (\n"
+           "        SELECT count(*) AS num, window_start AS starttime, window_end AS endtime\n"
+           f"        FROM {HOP} GROUP BY auction, window_start, window_end\n"
+           "    ) AS CountBids GROUP BY CountBids.starttime, CountBids.endtime\n"
+           ") AS MaxBids ON AuctionBids.starttime = MaxBids.starttime "
+           "AND AuctionBids.endtime = MaxBids.endtime AND AuctionBids.num >= MaxBids.maxn"),
+    # window_end is not a time attribute, so Flink plans this B1 join as a regular join (every
+    # bid kept in its state, keyed by price, as Fluxion's q7 keeps them); see Q7_INTERVAL.
+    "q7": (["auction", "bidder", "price", "date_time", "extra"],
+           "SELECT B.auction, B.price, B.bidder, B.date_time, B.extra FROM bid B JOIN (\n"
+           "    SELECT max(price) AS maxprice, window_end AS date_time\n"
+           "    FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND))\n"
+           "    GROUP BY window_start, window_end\n"
+           ") B1 ON B.price = B1.maxprice\n"
+           "WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time"),
     "q10": (["auction", "bidder", "price", "date_time", "extra"],
             "SELECT auction, bidder, price, date_time, extra, DATE_FORMAT(date_time, 'yyyy-MM-dd') AS dt, "
             "DATE_FORMAT(date_time, 'HH:mm') AS hm FROM bid"),
@@ -157,6 +188,18 @@ QUERIES = {
 }
 
 
+# q7 with `--q7-join interval`: the same rows (bids from window_start to window_end, both
+# included) joined on the window's rowtime window_time = window_end - 1 ms, so Flink plans an
+# interval join, which drops each bid from its state once the watermark has passed its window.
+Q7_INTERVAL = (
+    "SELECT B.auction, B.price, B.bidder, B.date_time, B.extra FROM bid B JOIN (\n"
+    "    SELECT max(price) AS maxprice, window_time AS wt\n"
+    "    FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND))\n"
+    "    GROUP BY window_start, window_end, window_time\n"
+    ") B1 ON B.price = B1.maxprice\n"
+    "WHERE B.date_time BETWEEN B1.wt - INTERVAL '9.999' SECOND AND B1.wt + INTERVAL '0.001' SECOND")
+
+
 def with_clause(rows, fields):
     options = {"connector": "datagen", "number-of-rows": rows, "rows-per-second": 2**63 - 1}
     for name, _, field_options in fields:
@@ -168,6 +211,11 @@ def with_clause(rows, fields):
 BID_COLUMNS = ["auction", "bidder", "price", "channel", "url", "date_time", "extra"]
 # The queries whose state is keyed by auction or bidder, where the skew changes the work.
 KEYED_ON_BIDS = {"q15", "q16", "q17"}
+# The event-time window queries: date_time in order, a rowtime attribute with a watermark.
+WINDOWED = {"q5", "q7"}
+# The bid watermark of Flink's Nexmark DDL (ddl_gen.sql) and of ../shared/nexmark/00_sources.sql:
+# 4 s behind date_time (Fluxion's runner declares none: its views keep every window).
+WATERMARK_DELAY = "INTERVAL '4' SECOND"
 
 
 def source_ddl(query, events, keys, columns_made):
@@ -185,6 +233,10 @@ def source_ddl(query, events, keys, columns_made):
                 "CREATE VIEW bids AS SELECT auction, price FROM gen"], events
     columns, _ = QUERIES[query]
     recipes = datagen_columns(events, keys)
+    windowed = query in WINDOWED
+    if windowed:
+        # date_time becomes a computed column of the table, in order, with the watermark.
+        recipes["date_time"] = (recipes["date_time_ordered"][0], "date_time")
     fields, seen = [], set()
     for column in BID_COLUMNS if columns_made == "all" else columns:
         for field in recipes[column][0]:
@@ -193,6 +245,9 @@ def source_ddl(query, events, keys, columns_made):
                 fields.append(field)
     rows = bid_rows(events)
     table = ", ".join(f"{name} {sql_type}" for name, sql_type, _ in fields)
+    if windowed:
+        table += (f", date_time AS {recipes['date_time_ordered'][1]}, "
+                  f"WATERMARK FOR date_time AS date_time - {WATERMARK_DELAY}")
     view = ", ".join(f"{recipes[c][1]} AS {c}" for c in columns)
     return [f"CREATE TABLE gen ({table}) WITH ({with_clause(rows, fields)})",
             f"CREATE VIEW bid AS SELECT {view} FROM gen"], rows
@@ -249,12 +304,14 @@ def run(args):
         startups.append(timed_job(t_env, pid, trivial, "SELECT x FROM gen"))
     (first_seconds, first_cpu), (startup_seconds, startup_cpu) = startups
     if args.keys == "auto":
-        args.keys = "skewed" if args.query in KEYED_ON_BIDS else "uniform"
+        args.keys = "skewed" if args.query in KEYED_ON_BIDS | WINDOWED else "uniform"
     statements, rows = source_ddl(args.query, args.events, args.keys, args.columns)
-    seconds, cpu = timed_job(new_env(), pid, statements, QUERIES[args.query][1])
+    select = Q7_INTERVAL if args.query == "q7" and args.q7_join == "interval" else QUERIES[args.query][1]
+    seconds, cpu = timed_job(new_env(), pid, statements, select)
     print(json.dumps({
         "system": "flink", "query": args.query, "events": args.events, "rows": rows,
         "keys": args.keys, "columns": args.columns,
+        **({"q7_join": args.q7_join} if args.query == "q7" else {}),
         "seconds": seconds, "cpu_seconds": cpu,
         "startup_seconds": startup_seconds, "startup_cpu_seconds": startup_cpu,
         "first_job_seconds": first_seconds, "first_job_cpu_seconds": first_cpu,
@@ -334,6 +391,8 @@ def main():
     one.add_argument("--mini-batch-size", type=int, default=5000)
     one.add_argument("--keys", choices=["auto", "skewed", "uniform"], default="auto")
     one.add_argument("--columns", choices=["query", "all"], default="query")
+    one.add_argument("--q7-join", choices=["regular", "interval"], default="regular",
+                     help="q7 as Flink's nexmark writes it (a regular join) or as an interval join")
     report = commands.add_parser("summary", help="medians and ratios of a results file")
     report.add_argument("results")
     report.add_argument("--json")
