@@ -1,7 +1,8 @@
 //! Min and max over append-only sources, and DISTINCT count and sum, are accumulated (O(1) per
-//! row) rather than recomputed from every value of the group. Views over a followed file source,
+//! row) rather than recomputed from every value of the group; a top-k over an append-only
+//! source keeps only the rows that can still be selected. Views over a followed file source,
 //! fed random rows (NULLs and FILTERs included) in rounds, must equal after every round the
-//! same aggregates computed from scratch, here in the test, over every row written so far.
+//! same results computed from scratch, here in the test, over every row written so far.
 
 mod support;
 
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::query::{converge, rows, wait_for};
+use support::query::{converge, rows, sorted_rows, wait_for};
 use support::TestServer;
 
 /// One generated row of `events (g, i, t, n, ts)`.
@@ -199,6 +200,95 @@ async fn accumulated_aggregates_over_an_append_only_source_equal_a_from_scratch_
             &expected_overall(&written),
             Duration::from_secs(10),
             || rows(&client, "SELECT * FROM overall"),
+        )
+        .await;
+    }
+}
+
+/// `best3`: per group, the three rows with the largest `i` (NULLs last), ties by `t`.
+fn expected_best3(events: &[Event]) -> Vec<String> {
+    let mut groups: BTreeMap<i64, Vec<&Event>> = BTreeMap::new();
+    for event in events {
+        groups.entry(event.g).or_default().push(event);
+    }
+    let mut expected = Vec::new();
+    for (g, mut rows) in groups {
+        // i DESC NULLS LAST, then t ASC NULLS LAST.
+        rows.sort_by_key(|r| {
+            (
+                r.i.is_none(),
+                std::cmp::Reverse(r.i),
+                r.t.is_none(),
+                r.t.clone(),
+            )
+        });
+        for r in rows.iter().take(3) {
+            expected.push(format!("{g}|{}|{}", text(r.i), text(r.t.as_deref())));
+        }
+    }
+    expected.sort();
+    expected
+}
+
+/// `lowest5`: the five smallest `n` of all rows.
+fn expected_lowest5(events: &[Event]) -> Vec<String> {
+    let mut cents: Vec<i64> = events.iter().map(|e| e.cents).collect();
+    cents.sort();
+    cents.into_iter().take(5).map(numeric).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn top_k_over_an_append_only_source_equals_a_from_scratch_computation() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let files = tempfile::tempdir().expect("a temporary directory");
+    let path = files.path().join("events.jsonl");
+    let mut written: Vec<Event> = (0..200).map(|_| Event::random(&mut rng)).collect();
+    append(&path, &written);
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE events (g bigint, i bigint, t text, n numeric(10,2), ts timestamp)
+               WITH (connector = 'file', path = '{}', follow = 'true');
+             CREATE MATERIALIZED VIEW best3 AS
+               SELECT g, i, t FROM (
+                 SELECT g, i, t, row_number() OVER (
+                   PARTITION BY g ORDER BY i DESC NULLS LAST, t ASC NULLS LAST) AS rn
+                 FROM events) AS ranked
+               WHERE rn <= 3;
+             CREATE MATERIALIZED VIEW lowest5 AS SELECT n FROM events ORDER BY n LIMIT 5;
+             CREATE MATERIALIZED VIEW seen AS SELECT count(*) AS rows FROM events;",
+            path.display()
+        ))
+        .await
+        .expect("source and views");
+    for round in 0..6 {
+        if round > 0 {
+            let more: Vec<Event> = (0..rng.random_range(1..300))
+                .map(|_| Event::random(&mut rng))
+                .collect();
+            append(&path, &more);
+            written.extend(more);
+        }
+        wait_for(
+            &client,
+            "SELECT rows FROM seen",
+            &written.len().to_string(),
+            Duration::from_secs(60),
+        )
+        .await;
+        converge(
+            &format!("best3 after round {round}"),
+            &expected_best3(&written),
+            Duration::from_secs(10),
+            || sorted_rows(&client, "SELECT * FROM best3"),
+        )
+        .await;
+        converge(
+            &format!("lowest5 after round {round}"),
+            &expected_lowest5(&written),
+            Duration::from_secs(10),
+            || rows(&client, "SELECT * FROM lowest5 ORDER BY n"),
         )
         .await;
     }

@@ -9,6 +9,7 @@ mod constant;
 mod evaluate;
 mod join;
 mod map_filter;
+mod monotonic_top_k;
 mod reduce;
 mod session;
 mod temporal_filter;
@@ -161,7 +162,15 @@ impl<'s> RenderContext<'s, '_> {
                 limit,
             } => {
                 let rows = self.render(input)?;
-                top_k::render(rows, input.schema(), group_by, order_by, *offset, *limit)
+                let spec = top_k::TopKSpec {
+                    schema: input.schema(),
+                    group_by,
+                    order_by,
+                    offset: *offset,
+                    limit: *limit,
+                    append_only: self.is_append_only(input),
+                };
+                top_k::render(rows, spec, (self.dataflow, self.errors.clone()))
             }
             Plan::TemporalFilter { input, bounds } => {
                 let rows = self.render(input)?;
@@ -203,6 +212,7 @@ impl<'s> RenderContext<'s, '_> {
                     functions,
                     limit: *limit,
                     output_schema: schema,
+                    append_only: self.is_append_only(input),
                 };
                 window::render(rows, spec, (self.dataflow, self.errors.clone()))
             }

@@ -5,7 +5,8 @@
 //! `t`, its consolidated rows are sorted (ties broken by the row's bytes, so the choice is
 //! deterministic) and the selected rows, with multiplicities clipped at the window's edges,
 //! replace the previous selection. Deleting a selected row pulls the next one in.
-//! State: the arranged input and the selected rows, per group.
+//! State: the arranged input and the selected rows, per group; over an append-only input, only
+//! the rows that can still be selected are arranged ([`super::monotonic_top_k`]).
 
 use std::sync::Arc;
 
@@ -13,22 +14,36 @@ use datafusion::arrow::array::{ArrayRef, UInt32Array};
 use datafusion::arrow::compute::{lexsort_to_indices, SortColumn as ArrowSortColumn, SortOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use plan::SortColumn;
-use repr::{Diff, Row};
+use repr::{Diff, GlobalId, Row};
 
-use super::{codec, render_key_by, RenderError, RowCollection};
+use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
+use crate::errors::DataflowErrors;
+
+/// What a top-k selects, and from what.
+pub(crate) struct TopKSpec<'a> {
+    pub schema: &'a SchemaRef,
+    pub group_by: &'a [usize],
+    pub order_by: &'a [SortColumn],
+    pub offset: usize,
+    pub limit: Option<usize>,
+    /// No row of the input is ever retracted.
+    pub append_only: bool,
+}
 
 /// Renders a top-k over `rows`.
 pub(crate) fn render<'s>(
     rows: RowCollection<'s>,
-    schema: &SchemaRef,
-    group_by: &[usize],
-    order_by: &[SortColumn],
-    offset: usize,
-    limit: Option<usize>,
+    spec: TopKSpec<'_>,
+    errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let row_codec = codec(schema)?;
-    let order_by = order_by.to_vec();
-    let pairs = render_key_by(rows, schema, group_by, None)?;
+    let row_codec = codec(spec.schema)?;
+    let order_by = spec.order_by.to_vec();
+    let (offset, limit) = (spec.offset, spec.limit);
+    let mut pairs = render_key_by(rows, spec.schema, spec.group_by, None)?;
+    if let (Some(limit), true) = (limit, spec.append_only) {
+        let kept = offset.saturating_add(limit);
+        pairs = monotonic_top_k::render(pairs, spec.schema, spec.order_by, kept, errors)?;
+    }
     Ok(pairs
         .reduce_named(
             "TopK",

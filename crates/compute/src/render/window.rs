@@ -10,7 +10,9 @@
 //! are sorted and computed.
 //!
 //! Cost: a change recomputes its partition, O(n log n) in the partition's size (O(n log k)
-//! with a limit k). State: the arranged input and the output, per partition. A function that
+//! with a limit k). State: the arranged input and the output, per partition; with a limit
+//! over an append-only input, only the rows that can still be among the first k are arranged
+//! ([`super::monotonic_top_k`]). A function that
 //! fails on a partition leaves the partition out and is counted as a view error.
 
 use std::sync::Arc;
@@ -24,7 +26,7 @@ use differential_dataflow::consolidation::consolidate;
 use plan::{SortColumn, WindowFunction};
 use repr::{Diff, GlobalId, Row, RowCodec};
 
-use super::{codec, render_key_by, RenderError, RowCollection};
+use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 
 /// Everything a window node needs to know about its input and output.
@@ -35,6 +37,8 @@ pub(crate) struct WindowSpec<'a> {
     pub functions: &'a [WindowFunction],
     pub limit: Option<usize>,
     pub output_schema: &'a SchemaRef,
+    /// No row of the input is ever retracted.
+    pub append_only: bool,
 }
 
 /// Renders the window functions of `spec` over `rows`.
@@ -56,8 +60,17 @@ pub(crate) fn render<'s>(
         limit: spec.limit,
         prefix_only: spec.functions.iter().all(|f| f.kind.is_prefix_determined()),
     };
+    let mut pairs = render_key_by(rows, spec.input_schema, spec.partition_by, None)?;
+    if let (Some(limit), true, true) = (spec.limit, partition.prefix_only, spec.append_only) {
+        pairs = monotonic_top_k::render(
+            pairs,
+            spec.input_schema,
+            spec.order_by,
+            limit,
+            errors.clone(),
+        )?;
+    }
     let (dataflow, errors) = errors;
-    let pairs = render_key_by(rows, spec.input_schema, spec.partition_by, None)?;
     Ok(pairs
         .reduce_named(
             "Window",

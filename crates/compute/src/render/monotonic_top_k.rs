@@ -1,0 +1,198 @@
+//! Monotonic top-k: over an append-only input, only the rows that can still be among the
+//! first `k` of their partition go on to the top-k (`ORDER BY … LIMIT` per group, or a window
+//! limited by `row_number() <= k`) that arranges them.
+//!
+//! Semantics on `((partition, row), t, d)` updates with `d > 0` (the input only grows): the
+//! updates of each time are taken in time order once the input frontier has passed it. Per
+//! partition, the operator keeps the first `k` rows so far in the order (ties broken by the
+//! rows' bytes, as the top-k downstream breaks them; a row with several copies counts each).
+//! A row that comes after them is dropped; a row that enters them goes on, and the rows it
+//! pushes out are retracted at the same time. What goes on is, at every time, the first `k`
+//! rows of each partition of the input (and a row that straddles the k-th place), so the
+//! arrangement downstream holds about `k` rows per partition instead of the whole input. A
+//! retraction reaching this operator breaks the promise; it is dropped and counted as a view
+//! error.
+//!
+//! State: the first `k` rows of each partition, with their order keys.
+
+use std::collections::{BTreeMap, HashMap};
+
+use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::row::{RowConverter, SortField};
+use differential_dataflow::hashable::Hashable;
+use differential_dataflow::{AsCollection, VecCollection};
+use plan::SortColumn;
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
+
+use super::{codec, RenderError};
+use crate::errors::DataflowErrors;
+
+/// Rows keyed by their partition.
+type Partitioned<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+
+/// One update of [`Partitioned`].
+type PartitionedUpdate = ((Row, Row), Timestamp, Diff);
+
+/// Renders the monotonic top-`limit` of `rows` (of `schema`, keyed by partition) in
+/// `order_by`.
+pub(crate) fn render<'s>(
+    rows: Partitioned<'s>,
+    schema: &SchemaRef,
+    order_by: &[SortColumn],
+    limit: usize,
+    errors: (GlobalId, DataflowErrors),
+) -> Result<Partitioned<'s>, RenderError> {
+    let mut top = FirstRows {
+        rows: codec(schema)?,
+        order: order_converter(schema, order_by)?,
+        order_by: order_by.iter().map(|c| c.column).collect(),
+        limit,
+        partitions: HashMap::new(),
+        errors,
+    };
+    let by_partition = Exchange::new(|((key, _), _, _): &PartitionedUpdate| key.hashed());
+    Ok(rows
+        .inner
+        .unary_frontier::<CapacityContainerBuilder<Vec<PartitionedUpdate>>, _, _, _>(
+            by_partition,
+            "MonotonicTopK",
+            move |_, _| {
+                let mut pending = BTreeMap::new();
+                move |(input, frontier), output| {
+                    input.for_each(|capability, data| {
+                        for (pair, time, diff) in data.drain(..) {
+                            pending
+                                .entry(time)
+                                .or_insert_with(|| (capability.delayed(&time, 0), Vec::new()))
+                                .1
+                                .push((pair, diff));
+                        }
+                    });
+                    while let Some(entry) = pending.first_entry() {
+                        if frontier.frontier().less_equal(entry.key()) {
+                            break;
+                        }
+                        let (time, (capability, updates)) = entry.remove_entry();
+                        let mut session = output.session(&capability);
+                        for (pair, diff) in top.apply(updates) {
+                            session.give((pair, time, diff));
+                        }
+                    }
+                }
+            },
+        )
+        .as_collection())
+}
+
+/// A memcomparable encoding of `order_by`'s columns of `schema`.
+fn order_converter(
+    schema: &SchemaRef,
+    order_by: &[SortColumn],
+) -> Result<RowConverter, RenderError> {
+    let fields = order_by
+        .iter()
+        .map(|c| {
+            SortField::new_with_options(
+                schema.field(c.column).data_type().clone(),
+                SortOptions {
+                    descending: c.descending,
+                    nulls_first: c.nulls_first,
+                },
+            )
+        })
+        .collect();
+    RowConverter::new(fields).map_err(|e| RenderError(e.to_string()))
+}
+
+/// The first rows of every partition so far.
+struct FirstRows {
+    rows: RowCodec,
+    order: RowConverter,
+    order_by: Vec<usize>,
+    limit: usize,
+    partitions: HashMap<Row, Vec<Kept>>,
+    errors: (GlobalId, DataflowErrors),
+}
+
+/// A row among the first of its partition.
+struct Kept {
+    /// Its order key, then its bytes: the order rows are kept in.
+    order: Box<[u8]>,
+    row: Row,
+    copies: Diff,
+}
+
+impl Kept {
+    fn position(&self) -> (&[u8], &[u8]) {
+        (&self.order, self.row.as_bytes())
+    }
+}
+
+impl FirstRows {
+    /// Takes in the updates of one time; returns the updates that go on.
+    fn apply(&mut self, updates: Vec<((Row, Row), Diff)>) -> Vec<((Row, Row), Diff)> {
+        let batch = self
+            .rows
+            .decode(updates.iter().map(|((_, row), _)| row))
+            .expect("invariant: rows decode with the codec that encoded them");
+        let columns: Vec<_> = self
+            .order_by
+            .iter()
+            .map(|&c| batch.column(c).clone())
+            .collect();
+        let orders = self
+            .order
+            .convert_columns(&columns)
+            .expect("invariant: order columns encode with their own types");
+        let mut out = Vec::new();
+        for (i, ((partition, row), diff)) in updates.into_iter().enumerate() {
+            if diff < 0 {
+                let (dataflow, errors) = &self.errors;
+                errors.record(
+                    *dataflow,
+                    0,
+                    1,
+                    "a row was retracted from an append-only input of a top-k",
+                );
+                continue;
+            }
+            let kept = self.partitions.entry(partition.clone()).or_default();
+            let order = orders.row(i);
+            let probe = (order.data(), row.as_bytes());
+            let at = kept.partition_point(|k| k.position() < probe);
+            let before: Diff = kept[..at].iter().map(|k| k.copies).sum();
+            if before >= self.limit as Diff {
+                continue;
+            }
+            match kept.get_mut(at) {
+                Some(same) if same.position() == probe => same.copies += diff,
+                _ => kept.insert(
+                    at,
+                    Kept {
+                        order: order.data().into(),
+                        row: row.clone(),
+                        copies: diff,
+                    },
+                ),
+            }
+            out.push(((partition.clone(), row), diff));
+            let mut seen: Diff = 0;
+            let cut = kept
+                .iter()
+                .position(|k| {
+                    let past = seen >= self.limit as Diff;
+                    seen += k.copies;
+                    past
+                })
+                .unwrap_or(kept.len());
+            for pushed_out in kept.drain(cut..) {
+                out.push(((partition.clone(), pushed_out.row), -pushed_out.copies));
+            }
+        }
+        out
+    }
+}
