@@ -4,8 +4,9 @@
 //! A source's watermark `W` promises that every row still to come that is not late has an
 //! event time of at least `W`. That promise travels through the plan: `date_bin(s, ts, o)` of
 //! such a row is at least `date_bin(s, W, o)`, `ts + i` at least `W + i`, the elements of
-//! `generate_series(a, …)` at least `a`'s bound, a GROUP BY key keeps its input's bound, and
-//! an equi-join key bounded on both sides is bounded by the lesser. A column whose bound is
+//! `generate_series(a, …)` at least `a`'s bound (and those of [`HOP_STARTS`]`(ts, slide,
+//! size, o)` at least `date_bin(slide, W - size, o) + slide`), a GROUP BY key keeps its
+//! input's bound, and an equi-join key bounded on both sides is bounded by the lesser. A column whose bound is
 //! known this way *closes* rows: a row whose value in it is below the bound can no longer be
 //! changed by rows that are not late. A tumbling window's `window_end` is such a column; it
 //! closes a window once the watermark reaches its end.
@@ -23,6 +24,10 @@ use repr::GlobalId;
 use crate::{JoinKind, Plan, ScalarExpr};
 
 use datafusion::arrow;
+
+/// The function the SQL layer plans `HOP`'s window starts with: `(time, slide, size,
+/// origin)` gives the list of the starts of the windows holding `time`.
+pub const HOP_STARTS: &str = "__fluxion_hop_starts";
 
 /// Microseconds in a day, for intervals given in days.
 const DAY_MICROS: i64 = 86_400_000_000;
@@ -521,6 +526,29 @@ fn expr_bound(expr: &ScalarExpr, input: &[Option<Bound>]) -> Option<Bound> {
         ("generate_series" | "range", [start, _stop, step]) => {
             constant_micros(step).filter(|s| *s > 0)?;
             value_bound(start, input).map(Bound::Elements)
+        }
+        // The first start is date_bin(slide, time - size, origin) + slide.
+        (HOP_STARTS, [time, slide, size, origin]) => {
+            let slide = constant_micros(slide).filter(|s| *s > 0)?;
+            let size = constant_micros(size)?;
+            let origin = constant_micros(origin)?;
+            let terms = value_bound(time, input)?;
+            Some(Bound::Elements(
+                terms
+                    .into_iter()
+                    .map(|mut term| {
+                        term.steps.extend([
+                            BoundStep::Add(size.checked_neg()?),
+                            BoundStep::Bin {
+                                stride: slide,
+                                origin,
+                            },
+                            BoundStep::Add(slide),
+                        ]);
+                        Some(term)
+                    })
+                    .collect::<Option<_>>()?,
+            ))
         }
         _ => None,
     }

@@ -68,6 +68,7 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     let _ = datafusion_functions_json::register_all(&mut state);
     let _ = state.register_udf(Arc::new(crate::temporal_filters::mz_now()));
     let _ = state.register_udf(Arc::new(crate::temporal_filters::clock()));
+    let _ = state.register_udf(Arc::new(crate::hop_windows::hop_starts()));
     for function in crate::session_windows::session_window_functions() {
         let _ = state.register_udwf(Arc::new(function));
     }

@@ -26,6 +26,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use crate::error::SqlError;
+use crate::hop_windows::{is_fixed_length, HOP_STARTS};
 
 /// The columns a window table function adds to its relation's.
 pub(crate) const WINDOW_COLUMNS: [&str; 2] = ["window_start", "window_end"];
@@ -124,12 +125,17 @@ impl Window {
             )
         };
         let (relation, column, [slide, size], origin) = split(arguments).ok_or_else(usage)?;
-        let first = format!("date_bin(({slide}), {column} - ({size}), {origin}) + ({slide})");
-        let last = format!("date_bin(({slide}), {column}, {origin})");
+        let starts = if is_fixed_length(&slide) && is_fixed_length(&size) {
+            format!("{HOP_STARTS}({column}, ({slide}), ({size}), {origin})")
+        } else {
+            let first = format!("date_bin(({slide}), {column} - ({size}), {origin}) + ({slide})");
+            let last = format!("date_bin(({slide}), {column}, {origin})");
+            format!("generate_series({first}, {last}, ({slide}))")
+        };
         Ok(Window {
             query: format!(
                 "SELECT *, window_start + ({size}) AS window_end FROM \
-                 (SELECT *, unnest(generate_series({first}, {last}, ({slide}))) AS window_start \
+                 (SELECT *, unnest({starts}) AS window_start \
                  FROM {relation}) AS {WINDOWED}"
             ),
             relation,
@@ -314,11 +320,22 @@ mod tests {
         .unwrap();
         assert!(
             sql.contains(
-                "unnest(generate_series(date_bin((INTERVAL '2' SECOND), date_time - (INTERVAL '10' SECOND), \
-                 TIMESTAMP '1970-01-01 00:00:00') + (INTERVAL '2' SECOND), date_bin((INTERVAL '2' SECOND), \
-                 date_time, TIMESTAMP '1970-01-01 00:00:00'), (INTERVAL '2' SECOND))) AS window_start"
+                "unnest(__fluxion_hop_starts(date_time, (INTERVAL '2' SECOND), (INTERVAL '10' SECOND), \
+                 TIMESTAMP '1970-01-01 00:00:00')) AS window_start"
             ),
             "{sql}"
+        );
+        let monthly = rewritten(
+            "SELECT * FROM HOP(bid, date_time, INTERVAL '1' MONTH, INTERVAL '3' MONTH) AS h",
+        )
+        .unwrap();
+        assert!(
+            monthly.contains(
+                "unnest(generate_series(date_bin((INTERVAL '1' MONTH), date_time - (INTERVAL '3' MONTH), \
+                 TIMESTAMP '1970-01-01 00:00:00') + (INTERVAL '1' MONTH), date_bin((INTERVAL '1' MONTH), \
+                 date_time, TIMESTAMP '1970-01-01 00:00:00'), (INTERVAL '1' MONTH))) AS window_start"
+            ),
+            "{monthly}"
         );
         assert!(
             sql.contains("window_start + (INTERVAL '10' SECOND) AS window_end"),
