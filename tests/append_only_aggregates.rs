@@ -144,6 +144,15 @@ fn append(path: &Path, events: &[Event]) {
     file.write_all(text.as_bytes()).expect("append");
 }
 
+/// Appends fewer than `most` random events to the file and to `written`.
+fn append_more(rng: &mut StdRng, path: &Path, written: &mut Vec<Event>, most: usize) {
+    let more: Vec<Event> = (0..rng.random_range(1..most))
+        .map(|_| Event::random(rng))
+        .collect();
+    append(path, &more);
+    written.extend(more);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accumulated_aggregates_over_an_append_only_source_equal_a_from_scratch_computation() {
     let mut rng = StdRng::seed_from_u64(7);
@@ -175,11 +184,7 @@ async fn accumulated_aggregates_over_an_append_only_source_equal_a_from_scratch_
         .expect("source and views");
     for round in 0..6 {
         if round > 0 {
-            let more: Vec<Event> = (0..rng.random_range(1..400))
-                .map(|_| Event::random(&mut rng))
-                .collect();
-            append(&path, &more);
-            written.extend(more);
+            append_more(&mut rng, &path, &mut written, 400);
         }
         wait_for(
             &client,
@@ -264,11 +269,7 @@ async fn top_k_over_an_append_only_source_equals_a_from_scratch_computation() {
         .expect("source and views");
     for round in 0..6 {
         if round > 0 {
-            let more: Vec<Event> = (0..rng.random_range(1..300))
-                .map(|_| Event::random(&mut rng))
-                .collect();
-            append(&path, &more);
-            written.extend(more);
+            append_more(&mut rng, &path, &mut written, 300);
         }
         wait_for(
             &client,

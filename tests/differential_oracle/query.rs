@@ -495,15 +495,7 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
                 "ORDER BY {}",
                 columns
                     .iter()
-                    .map(|i| {
-                        let direction = if rng.random_bool(0.5) { "ASC" } else { "DESC" };
-                        let nulls = if rng.random_bool(0.5) {
-                            "NULLS FIRST"
-                        } else {
-                            "NULLS LAST"
-                        };
-                        format!("b.o{i} {direction} {nulls}")
-                    })
+                    .map(|i| sort_key(rng, &format!("b.o{i}")))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -553,6 +545,17 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
     }
 }
 
+/// `column` in a random direction, NULLs first or last at random.
+fn sort_key(rng: &mut StdRng, column: &str) -> String {
+    let direction = if rng.random_bool(0.5) { "ASC" } else { "DESC" };
+    let nulls = if rng.random_bool(0.5) {
+        "NULLS FIRST"
+    } else {
+        "NULLS LAST"
+    };
+    format!("{column} {direction} {nulls}")
+}
+
 /// Whether a relation in scope is an earlier view (`v0`, `v1`, …, see `case.rs`).
 fn is_view(name: &str) -> bool {
     name.strip_prefix('v')
@@ -567,15 +570,7 @@ fn top_k(rng: &mut StdRng, tables: &[Table]) -> Query {
         _ => group_by_query(rng, tables),
     };
     let order: Vec<String> = (0..query.outputs.len())
-        .map(|i| {
-            let direction = if rng.random_bool(0.5) { "ASC" } else { "DESC" };
-            let nulls = if rng.random_bool(0.5) {
-                "NULLS FIRST"
-            } else {
-                "NULLS LAST"
-            };
-            format!("o{i} {direction} {nulls}")
-        })
+        .map(|i| sort_key(rng, &format!("o{i}")))
         .collect();
     let offset = if rng.random_bool(0.2) {
         format!(" OFFSET {}", rng.random_range(1..=2))

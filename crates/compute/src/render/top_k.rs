@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, UInt32Array};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::{lexsort_to_indices, SortColumn as ArrowSortColumn, SortOptions};
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::error::ArrowError;
 use plan::SortColumn;
 use repr::{Diff, GlobalId, Row};
 
@@ -51,35 +52,39 @@ pub(crate) fn render<'s>(
                 let batch = row_codec
                     .decode(input.iter().map(|(row, _)| *row))
                     .expect("invariant: rows decode with the codec that encoded them");
-                let mut columns: Vec<ArrowSortColumn> = order_by
-                    .iter()
-                    .map(|c| ArrowSortColumn {
-                        values: batch.column(c.column).clone(),
-                        options: Some(SortOptions {
-                            descending: c.descending,
-                            nulls_first: c.nulls_first,
-                        }),
-                    })
-                    .collect();
-                // Input rows arrive sorted by their bytes: their position breaks ties.
-                let position: ArrayRef =
-                    Arc::new(UInt32Array::from_iter_values(0..input.len() as u32));
-                columns.push(ArrowSortColumn {
-                    values: position,
-                    options: None,
-                });
-                let Ok(order) = lexsort_to_indices(&columns, None) else {
+                let Ok(order) = sorted_positions(&batch, &order_by, None) else {
                     return;
                 };
-                select_window(
-                    order.values().iter().map(|&i| input[i as usize]),
-                    offset,
-                    limit,
-                    out,
-                );
+                select_window(order.iter().map(|&i| input[i as usize]), offset, limit, out);
             },
         )
         .map(|(_, row)| row))
+}
+
+/// The positions of `batch`'s rows sorted by `order_by` (the first `needed`, if given), ties
+/// broken by position: rows that arrive sorted by their bytes are thereby ordered
+/// deterministically.
+pub(super) fn sorted_positions(
+    batch: &RecordBatch,
+    order_by: &[SortColumn],
+    needed: Option<usize>,
+) -> Result<Vec<u32>, ArrowError> {
+    let mut columns: Vec<ArrowSortColumn> = order_by
+        .iter()
+        .map(|c| ArrowSortColumn {
+            values: batch.column(c.column).clone(),
+            options: Some(SortOptions {
+                descending: c.descending,
+                nulls_first: c.nulls_first,
+            }),
+        })
+        .collect();
+    let position: ArrayRef = Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32));
+    columns.push(ArrowSortColumn {
+        values: position,
+        options: None,
+    });
+    Ok(lexsort_to_indices(&columns, needed)?.values().to_vec())
 }
 
 /// Walks rows in order and keeps those inside `[offset, offset + limit)`, counting each row

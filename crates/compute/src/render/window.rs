@@ -15,18 +15,14 @@
 //! ([`super::monotonic_top_k`]). A function that
 //! fails on a partition leaves the partition out and is counted as a view error.
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{
-    lexsort_to_indices, take_record_batch, SortColumn as ArrowSortColumn, SortOptions,
-};
+use datafusion::arrow::array::{ArrayRef, UInt32Array};
+use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::consolidation::consolidate;
 use plan::{SortColumn, WindowFunction};
 use repr::{Diff, GlobalId, Row, RowCodec};
 
-use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
+use super::{codec, monotonic_top_k, render_key_by, top_k, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 
 /// Everything a window node needs to know about its input and output.
@@ -105,7 +101,8 @@ impl Partition {
             .decode(input.iter().map(|(row, _)| *row))
             .map_err(|e| e.to_string())?;
         let needed = self.limit.filter(|_| self.prefix_only);
-        let order = self.sort(&batch, needed)?;
+        let order =
+            top_k::sorted_positions(&batch, &self.order_by, needed).map_err(|e| e.to_string())?;
         let mut copies: Vec<u32> = Vec::with_capacity(order.len());
         for i in order {
             let multiplicity = input[i as usize].1.max(0) as usize;
@@ -137,29 +134,5 @@ impl Partition {
             .collect();
         consolidate(&mut out);
         Ok(out)
-    }
-
-    /// The positions of `batch`'s rows in the window's order (the first `needed`, if given).
-    fn sort(&self, batch: &RecordBatch, needed: Option<usize>) -> Result<Vec<u32>, String> {
-        let mut columns: Vec<ArrowSortColumn> = self
-            .order_by
-            .iter()
-            .map(|c| ArrowSortColumn {
-                values: batch.column(c.column).clone(),
-                options: Some(SortOptions {
-                    descending: c.descending,
-                    nulls_first: c.nulls_first,
-                }),
-            })
-            .collect();
-        // The rows arrive sorted by their bytes: their position breaks ties.
-        let position: ArrayRef =
-            Arc::new(UInt32Array::from_iter_values(0..batch.num_rows() as u32));
-        columns.push(ArrowSortColumn {
-            values: position,
-            options: None,
-        });
-        let order = lexsort_to_indices(&columns, needed).map_err(|e| e.to_string())?;
-        Ok(order.values().to_vec())
     }
 }
