@@ -12,8 +12,8 @@
 //! Cost: a change recomputes its partition, O(n log n) in the partition's size (O(n log k)
 //! with a limit k). State: the arranged input and the output, per partition; with a limit
 //! over an append-only input, only the rows that can still be among the first k are arranged
-//! ([`super::monotonic_top_k`]). A function that
-//! fails on a partition leaves the partition out and is counted as a view error.
+//! ([`super::monotonic_top_k`]). A function that fails on a partition leaves the partition
+//! out and is counted as a view error.
 
 use datafusion::arrow::array::{ArrayRef, UInt32Array};
 use datafusion::arrow::compute::take_record_batch;
