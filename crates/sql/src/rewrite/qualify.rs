@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CopySource, ObjectName, ObjectNamePart, Query, Statement, TableFactor, TableObject, VisitMut,
-    VisitorMut,
+    CopySource, ObjectName, ObjectNamePart, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, Statement, TableFactor, TableObject, VisitMut, VisitorMut,
 };
 
 use crate::names::{fold_ident, sql_ident};
@@ -93,6 +93,47 @@ impl Qualifier<'_> {
 
 impl VisitorMut for Qualifier<'_> {
     type Break = ();
+
+    /// `t.*` over an unaliased relation `t` names it as it will be qualified (`public.t.*`):
+    /// DataFusion matches a wildcard's qualifier to the relation's whole name. (Columns,
+    /// `t.c`, already match by the relation's last name.)
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        let factors = select.from.iter().flat_map(|from| {
+            std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation))
+        });
+        let mut unaliased: Vec<ObjectName> = Vec::new();
+        for factor in factors {
+            if let TableFactor::Table {
+                name,
+                alias: None,
+                args: None,
+                ..
+            } = factor
+            {
+                let mut qualified = name.clone();
+                self.qualify(&mut qualified);
+                unaliased.push(qualified);
+            }
+        }
+        for item in &mut select.projection {
+            let SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) =
+                item
+            else {
+                continue;
+            };
+            let [ObjectNamePart::Identifier(ident)] = name.0.as_slice() else {
+                continue;
+            };
+            let bare = fold_ident(ident);
+            let relation = unaliased.iter().find(|qualified| {
+                matches!(qualified.0.last(), Some(ObjectNamePart::Identifier(last)) if fold_ident(last) == bare)
+            });
+            if let Some(relation) = relation {
+                *name = relation.clone();
+            }
+        }
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table {
