@@ -11,6 +11,7 @@ mod error;
 mod ids;
 mod item_kind;
 pub mod pg_array;
+pub mod pg_text;
 pub mod pg_type;
 mod relation;
 mod row;

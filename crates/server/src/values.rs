@@ -19,6 +19,7 @@ use pgwire::api::Type;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
+use repr::pg_text::{time_text, timestamp_text};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -211,36 +212,6 @@ fn timestamp_micros(array: &ArrayRef, row: usize, unit: &TimeUnit) -> i64 {
             .value(row)
             .div_euclid(1000),
     }
-}
-
-fn timestamp_text(micros: i64) -> String {
-    match chrono::DateTime::from_timestamp_micros(micros) {
-        Some(t) => {
-            let base = t.format("%Y-%m-%d %H:%M:%S").to_string();
-            format!("{base}{}", fraction_text(micros.rem_euclid(1_000_000)))
-        }
-        None => micros.to_string(),
-    }
-}
-
-fn time_text(micros: i64) -> String {
-    let seconds = micros.div_euclid(1_000_000);
-    format!(
-        "{:02}:{:02}:{:02}{}",
-        seconds / 3600,
-        (seconds / 60) % 60,
-        seconds % 60,
-        fraction_text(micros.rem_euclid(1_000_000))
-    )
-}
-
-/// `.ffffff` without trailing zeros, or nothing for whole seconds.
-fn fraction_text(micros: i64) -> String {
-    if micros == 0 {
-        return String::new();
-    }
-    let digits = format!("{micros:06}");
-    format!(".{}", digits.trim_end_matches('0'))
 }
 
 /// An interval as Postgres prints it (`IntervalStyle = postgres`): each non-zero field with
@@ -504,8 +475,7 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_use_a_space_and_trim_fractions() {
-        assert_eq!(timestamp_text(1_500_000), "1970-01-01 00:00:01.5");
+    fn intervals_print_in_postgres_style() {
         assert_eq!(
             interval_text(14, 3, 3_600_000_000),
             "1 year 2 mons 3 days 01:00:00"

@@ -112,7 +112,7 @@ impl AnalyzerRule for UntypedLiteralComparisons {
 }
 
 /// The schema the expressions of `node` are evaluated against.
-fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
+pub(crate) fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
     let mut schema = DFSchema::empty();
     for input in node.inputs() {
         schema.merge(input.schema());

@@ -1,0 +1,110 @@
+//! Timestamps cast to text read as PostgreSQL prints them: `2024-01-01 10:00:00.5`, with
+//! `+00` for a `timestamptz` (sessions run in UTC). DataFusion's cast writes ISO 8601
+//! (`2024-01-01T10:00:00.500`), which `ts::text`, `ts || ''` and everything comparing or
+//! storing such text would then see.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::Result;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+use repr::pg_text::timestamp_text;
+
+use crate::postgres_arrays::merged_input_schema;
+
+/// Rewrites casts of timestamps to text into [`TimestampText`]. Runs after type coercion,
+/// which adds casts of its own.
+#[derive(Debug, Default)]
+pub struct TimestampTextCasts;
+
+impl AnalyzerRule for TimestampTextCasts {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schema = merged_input_schema(&node);
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|expr| {
+                let name = names.save(&expr);
+                let rewritten = expr.transform_up(|e| {
+                    let (inner, target) = match &e {
+                        Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                        Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                        _ => return Ok(Transformed::no(e)),
+                    };
+                    let Ok((_, field)) = inner.to_field(&schema) else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let (DataType::Timestamp(_, zone), DataType::Utf8) =
+                        (field.data_type(), target)
+                    else {
+                        return Ok(Transformed::no(e));
+                    };
+                    let function = TimestampText {
+                        with_zone: zone.is_some(),
+                        signature: Signature::any(1, Volatility::Immutable),
+                    };
+                    Ok(Transformed::yes(
+                        ScalarUDF::from(function).call(vec![inner.clone()]),
+                    ))
+                })?;
+                Ok(rewritten.update_data(|e| name.restore(e)))
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "timestamp_text_casts"
+    }
+}
+
+/// `__timestamp_out(ts)`: a timestamp as PostgreSQL's text.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TimestampText {
+    /// A `timestamptz`: the text ends in the zone, `+00`.
+    with_zone: bool,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TimestampText {
+    fn name(&self) -> &str {
+        "__timestamp_out"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let input = args.args[0].to_array(args.number_rows.max(1))?;
+        let micros = cast(&input, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+        let micros = micros.as_primitive::<TimestampMicrosecondType>();
+        let zone = if self.with_zone { "+00" } else { "" };
+        let texts: StringArray = (0..micros.len())
+            .map(|i| {
+                micros
+                    .is_valid(i)
+                    .then(|| format!("{}{zone}", timestamp_text(micros.value(i))))
+            })
+            .collect();
+        let texts: ArrayRef = Arc::new(texts);
+        Ok(if scalar {
+            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&texts, 0)?)
+        } else {
+            ColumnarValue::Array(texts)
+        })
+    }
+}
