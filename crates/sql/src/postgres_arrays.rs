@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
@@ -112,7 +112,7 @@ impl AnalyzerRule for UntypedLiteralComparisons {
 }
 
 /// The schema the expressions of `node` are evaluated against.
-pub(crate) fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
+fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
     let mut schema = DFSchema::empty();
     for input in node.inputs() {
         schema.merge(input.schema());
@@ -167,43 +167,55 @@ pub struct ArrayTextCasts;
 
 impl AnalyzerRule for ArrayTextCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merged_input_schema(&node);
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|expr| {
-                let name = names.save(&expr);
-                let rewritten = expr.transform_up(|e| {
-                    let (inner, target) = match &e {
-                        Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                        Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    let Ok((_, field)) = inner.to_field(&schema) else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let function = match (field.data_type(), target) {
-                        (
-                            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8,
-                            DataType::List(_),
-                        ) => ArrayText::reading(target.clone()),
-                        (DataType::List(_), DataType::Utf8) => {
-                            ArrayText::writing(repr::pg_type::is_zero_based_vector(&field))
-                        }
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    Ok(Transformed::yes(
-                        ScalarUDF::from(function).call(vec![inner.clone()]),
-                    ))
-                })?;
-                Ok(rewritten.update_data(|e| name.restore(e)))
-            })
+        rewrite_casts(plan, |from, to| {
+            let function = match (from.data_type(), to) {
+                (DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8, DataType::List(_)) => {
+                    ArrayText::reading(to.clone())
+                }
+                (DataType::List(_), DataType::Utf8) => {
+                    ArrayText::writing(repr::pg_type::is_zero_based_vector(from))
+                }
+                _ => return None,
+            };
+            Some(ScalarUDF::from(function))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
         "array_text_casts"
     }
+}
+
+/// Replaces every cast (and try-cast) in `plan` for which `function(input field, target
+/// type)` gives a function with a call of that function on the cast's input, keeping the
+/// expressions' names. The shared walk of the rules that give casts PostgreSQL's meaning.
+pub(crate) fn rewrite_casts(
+    plan: LogicalPlan,
+    function: impl Fn(&Field, &DataType) -> Option<ScalarUDF>,
+) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| {
+        let schema = merged_input_schema(&node);
+        let names = NamePreserver::new(&node);
+        node.map_expressions(|expr| {
+            let name = names.save(&expr);
+            let rewritten = expr.transform_up(|e| {
+                let (inner, target) = match &e {
+                    Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                    Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+                    _ => return Ok(Transformed::no(e)),
+                };
+                let Ok((_, field)) = inner.to_field(&schema) else {
+                    return Ok(Transformed::no(e));
+                };
+                match function(&field, target) {
+                    Some(udf) => Ok(Transformed::yes(udf.call(vec![inner.clone()]))),
+                    None => Ok(Transformed::no(e)),
+                }
+            })?;
+            Ok(rewritten.update_data(|e| name.restore(e)))
+        })
+    })
+    .map(|t| t.data)
 }
 
 /// `__array_in(text)` (an array literal read as a list of `target`) or `__array_out(list)`

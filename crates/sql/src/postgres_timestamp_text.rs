@@ -9,17 +9,14 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use repr::pg_text::timestamp_text;
 
-use crate::postgres_arrays::merged_input_schema;
+use crate::postgres_arrays::rewrite_casts;
 
 /// Rewrites casts of timestamps to text into [`TimestampText`]. Runs after type coercion,
 /// which adds casts of its own.
@@ -28,37 +25,15 @@ pub struct TimestampTextCasts;
 
 impl AnalyzerRule for TimestampTextCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merged_input_schema(&node);
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|expr| {
-                let name = names.save(&expr);
-                let rewritten = expr.transform_up(|e| {
-                    let (inner, target) = match &e {
-                        Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                        Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    let Ok((_, field)) = inner.to_field(&schema) else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let (DataType::Timestamp(_, zone), DataType::Utf8) =
-                        (field.data_type(), target)
-                    else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let function = TimestampText {
-                        with_zone: zone.is_some(),
-                        signature: Signature::any(1, Volatility::Immutable),
-                    };
-                    Ok(Transformed::yes(
-                        ScalarUDF::from(function).call(vec![inner.clone()]),
-                    ))
-                })?;
-                Ok(rewritten.update_data(|e| name.restore(e)))
-            })
+        rewrite_casts(plan, |from, to| match (from.data_type(), to) {
+            (DataType::Timestamp(_, zone), DataType::Utf8) => {
+                Some(ScalarUDF::from(TimestampText {
+                    with_zone: zone.is_some(),
+                    signature: Signature::any(1, Volatility::Immutable),
+                }))
+            }
+            _ => None,
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
