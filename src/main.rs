@@ -39,7 +39,10 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // The log goes to stderr, as a server's log does (stdout is for output a caller reads).
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )

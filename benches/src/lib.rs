@@ -46,6 +46,7 @@ impl BenchServer {
             .arg(data.path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
         let deadline = Instant::now() + Duration::from_secs(60);

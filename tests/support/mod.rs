@@ -46,7 +46,29 @@ impl TestServer {
     }
 
     /// Starts a server on `data_dir` with extra command-line arguments.
+    ///
+    /// Ports are picked free, but another process may take one before the server binds it;
+    /// a server that exits because its port is taken is started again on other ports.
     pub fn start_with_args(data_dir: &Path, extra_args: &[&str]) -> Self {
+        const ATTEMPTS: usize = 5;
+        for _ in 0..ATTEMPTS {
+            let mut server = Self::spawn(data_dir, extra_args);
+            match server.wait_until_ready() {
+                Ok(()) => return server,
+                Err(exited) if server.log_tail(5).contains("Address already in use") => {
+                    eprintln!("fluxion exited ({exited}): a port was taken; trying other ports");
+                }
+                Err(exited) => panic!(
+                    "fluxion exited ({exited}) before it listened\n--- its log ---\n{}",
+                    server.log_tail(60)
+                ),
+            }
+        }
+        panic!("fluxion found no free ports in {ATTEMPTS} attempts");
+    }
+
+    /// Spawns the server on two free ports, its log beside `data_dir`.
+    fn spawn(data_dir: &Path, extra_args: &[&str]) -> Self {
         let port = free_port();
         let http_port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log"))
@@ -70,29 +92,68 @@ impl TestServer {
             .stderr(log)
             .spawn()
             .expect("the fluxion binary starts");
-        let server = Self {
+        Self {
             child: Some(child),
             port,
             http_port,
             data_dir: data_dir.to_path_buf(),
             _temp: None,
-        };
-        server.wait_until_ready();
-        server
+        }
     }
 
-    fn wait_until_ready(&self) {
+    /// Waits until the server accepts connections; `Err` with its exit status if it exits
+    /// first. Panics, with its log and its threads' stacks, if it does neither in 120 s.
+    fn wait_until_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+                return Ok(());
+            }
+            if let Some(child) = &mut self.child {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    return Err(status);
+                }
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!(
-            "fluxion did not start listening on port {} within 120 s",
-            self.port
+            "fluxion did not start listening on port {} within 120 s\n\
+             --- last lines of its log ---\n{}\n--- its threads ---\n{}",
+            self.port,
+            self.log_tail(60),
+            self.thread_stacks(),
         );
+    }
+
+    /// The path of the server's log (stderr), beside its data directory.
+    pub fn log_path(&self) -> PathBuf {
+        self.data_dir.with_extension("log")
+    }
+
+    /// The last `lines` lines of the server's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Every thread's stack of the running server, from gdb (for diagnosing a hang).
+    fn thread_stacks(&self) -> String {
+        let Some(child) = &self.child else {
+            return "(not running)".into();
+        };
+        Command::new("gdb")
+            .args([
+                "-p",
+                &child.id().to_string(),
+                "-batch",
+                "-ex",
+                "thread apply all bt 30",
+            ])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(gdb failed: {e})"))
     }
 
     /// The port the server listens on.
@@ -160,7 +221,11 @@ impl TestServer {
 }
 
 impl Drop for TestServer {
+    /// Kills the server; its log is kept only when the test failed.
     fn drop(&mut self) {
         self.kill();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(self.log_path());
+        }
     }
 }
