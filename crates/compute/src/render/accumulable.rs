@@ -36,8 +36,8 @@ use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::OutputBuilder;
 
 use super::aggregate::{finish_avg, finish_sum, integer_values, is_integer};
-use super::reduce::{GroupResults, ReduceSpec};
-use super::{codec, RenderError, RowCollection, Update};
+use super::reduce::{ReduceInput, ReduceSpec};
+use super::{codec, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 
 mod distinct;
@@ -166,12 +166,14 @@ impl ExtremeCodec {
     }
 }
 
-/// Renders the accumulating reduction of `rows`.
+/// Renders the accumulating reduction of `rows`, which `input` makes into its input: a row
+/// per group, its key and then its aggregates.
 pub(crate) fn render<'s>(
     rows: RowCollection<'s>,
+    input: ReduceInput,
     spec: &ReduceSpec,
     errors: (GlobalId, DataflowErrors),
-) -> Result<GroupResults<'s>, RenderError> {
+) -> Result<RowCollection<'s>, RenderError> {
     let output = codec(&spec.aggregates_schema()?)?;
     // The operator that makes accumulations and the reduction that finishes them run on the
     // same worker thread and share the aggregates and their codecs.
@@ -183,33 +185,40 @@ pub(crate) fn render<'s>(
             .collect::<Result<Vec<_>, _>>()?,
     );
     let (finishing, decoders) = (aggregates.clone(), extremes.clone());
+    let input_errors = errors.clone();
     let (dataflow, errors) = errors;
     let retraction_errors = errors.clone();
     let shares = Rc::new(distinct::Share::all(&aggregates)?);
     let producing = shares.clone();
-    let (partials, presences) = map_batches(rows, spec, move |batch, keys, updates| {
-        let presences = distinct::presences(&aggregates, &producing, batch, &keys, updates);
-        let per_row = accumulations(&aggregates, &extremes, batch);
-        let partials = keys
-            .into_iter()
-            .zip(per_row)
-            .zip(updates)
-            .map(|((key, mut update), (_, t, d))| {
-                update.sums.iter_mut().for_each(|v| *v *= *d as i128);
-                if *d < 0 && update.extremes.iter().any(Option::is_some) {
-                    retraction_errors.record(
-                        dataflow,
-                        0,
-                        1,
-                        "a row was retracted from an append-only input of min/max",
-                    );
-                    update.extremes.iter_mut().for_each(|e| *e = None);
-                }
-                ((key, ()), *t, update)
-            })
-            .collect();
-        (partials, presences)
-    })?;
+    let (partials, presences) = map_batches(
+        rows,
+        input,
+        input_errors,
+        spec,
+        move |batch, keys, updates| {
+            let presences = distinct::presences(&aggregates, &producing, batch, &keys, updates);
+            let per_row = accumulations(&aggregates, &extremes, batch);
+            let partials = keys
+                .into_iter()
+                .zip(per_row)
+                .zip(updates)
+                .map(|((key, mut update), (t, d))| {
+                    update.sums.iter_mut().for_each(|v| *v *= *d as i128);
+                    if *d < 0 && update.extremes.iter().any(Option::is_some) {
+                        retraction_errors.record(
+                            dataflow,
+                            0,
+                            1,
+                            "a row was retracted from an append-only input of min/max",
+                        );
+                        update.extremes.iter_mut().for_each(|e| *e = None);
+                    }
+                    ((key, ()), *t, update)
+                })
+                .collect();
+            (partials, presences)
+        },
+    )?;
     let partials = if shares.is_empty() {
         partials
     } else {
@@ -233,11 +242,13 @@ pub(crate) fn render<'s>(
 /// The two outputs of [`map_batches`]: the rows' accumulations and their presences.
 type Mapped<'s> = (AccumulationUpdates<'s>, distinct::PresenceUpdates<'s>);
 
-/// Applies `logic` to every batch of `rows`, decoded once into columns, with each row's group
-/// key and its update; `logic` returns the rows' accumulations and their DISTINCT presences,
-/// sent on as two collections.
+/// Applies `logic` to every batch of `rows`, made once into input columns by `input`, with
+/// each input row's group key, time and diff; `logic` returns the rows' accumulations and
+/// their DISTINCT presences, sent on as two collections.
 fn map_batches<'s, L>(
     rows: RowCollection<'s>,
+    input: ReduceInput,
+    errors: (GlobalId, DataflowErrors),
     spec: &ReduceSpec,
     mut logic: L,
 ) -> Result<Mapped<'s>, RenderError>
@@ -245,13 +256,12 @@ where
     L: FnMut(
             &RecordBatch,
             Vec<Row>,
-            &[Update],
+            &[(Timestamp, Diff)],
         ) -> (
             Vec<((Row, ()), Timestamp, Accumulation)>,
             Vec<((Row, ()), Timestamp, distinct::MemberCounts)>,
         ) + 'static,
 {
-    let input = codec(&spec.input_schema)?;
     let group_columns: Vec<usize> = (0..spec.group_len).collect();
     let key = codec(&super::map_filter::project_schema(
         &spec.input_schema,
@@ -268,9 +278,7 @@ where
             let mut accumulations = accumulations.activate();
             let mut presences = presences.activate();
             input_handle.for_each(|time, data| {
-                let batch = input
-                    .decode(data.iter().map(|(row, _, _)| row))
-                    .expect("invariant: rows decode with the codec that encoded them");
+                let (batch, updates) = input.columns(data, &errors);
                 let columns: Vec<_> = group_columns
                     .iter()
                     .map(|&c| batch.column(c).clone())
@@ -278,7 +286,7 @@ where
                 let keys = key
                     .encode_columns(&columns, batch.num_rows())
                     .expect("invariant: group columns encode with their own schema");
-                let (rows, values) = logic(&batch, keys, data);
+                let (rows, values) = logic(&batch, keys, &updates);
                 accumulations.session(&time).give_iterator(rows.into_iter());
                 presences.session(&time).give_iterator(values.into_iter());
             });

@@ -25,14 +25,36 @@ pub(crate) fn render<'s>(
     output_schema: &SchemaRef,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let evaluator = RowEvaluator::new(
+    Ok(render_evaluator(
+        input,
+        evaluator(input_schema, predicate, projection, output_schema)?,
+        errors,
+    ))
+}
+
+/// The evaluator of `predicate` and `projection` from rows of `input_schema` to rows of
+/// `output_schema`.
+pub(crate) fn evaluator(
+    input_schema: &SchemaRef,
+    predicate: Option<ScalarExpr>,
+    projection: Vec<ScalarExpr>,
+    output_schema: &SchemaRef,
+) -> Result<RowEvaluator, RenderError> {
+    Ok(RowEvaluator::new(
         codec(input_schema)?,
         codec(output_schema)?,
         predicate,
         projection,
-    );
-    let (dataflow, errors) = errors;
-    Ok(input
+    ))
+}
+
+/// Renders the map and filter of `evaluator` over `input`.
+pub(crate) fn render_evaluator<'s>(
+    input: RowCollection<'s>,
+    evaluator: RowEvaluator,
+    errors: (GlobalId, DataflowErrors),
+) -> RowCollection<'s> {
+    input
         .inner
         .unary::<CapacityContainerBuilder<Vec<Update>>, _, _, _>(
             Pipeline,
@@ -41,11 +63,7 @@ pub(crate) fn render<'s>(
                 move |input, output| {
                     input.for_each(|time, data| {
                         let evaluated = evaluator.evaluate(data.iter().map(|(row, _, _)| row));
-                        if let Some((_, error)) = evaluated.failures.first() {
-                            let rows: i64 =
-                                evaluated.failures.iter().map(|(i, _)| data[*i].2).sum();
-                            errors.record(dataflow, rows, evaluated.failures.len() as u64, error);
-                        }
+                        record_failures(&errors, &evaluated.failures, data);
                         let mut session = output.session(&time);
                         for (index, row) in evaluated.rows {
                             let (_, t, d) = &data[index];
@@ -55,7 +73,20 @@ pub(crate) fn render<'s>(
                 }
             },
         )
-        .as_collection())
+        .as_collection()
+}
+
+/// Counts the rows of `data` whose expressions failed (`failures`: their indices and errors)
+/// against the dataflow, with the first error.
+pub(crate) fn record_failures(
+    (dataflow, errors): &(GlobalId, DataflowErrors),
+    failures: &[(usize, String)],
+    data: &[Update],
+) {
+    if let Some((_, error)) = failures.first() {
+        let rows: i64 = failures.iter().map(|(i, _)| data[*i].2).sum();
+        errors.record(*dataflow, rows, failures.len() as u64, error);
+    }
 }
 
 /// Splits each row into `(key, value)` pairs: the key holds `key_columns`, the value holds

@@ -132,7 +132,6 @@ impl<'s> RenderContext<'s, '_> {
                 is_global,
                 schema,
             } => {
-                let rows = self.render(input)?;
                 let spec = reduce::ReduceSpec {
                     input_schema: input.schema().clone(),
                     group_len: *group_len,
@@ -141,7 +140,9 @@ impl<'s> RenderContext<'s, '_> {
                     output_schema: schema.clone(),
                     append_only: self.is_append_only(input),
                 };
-                reduce::render(self.scope, rows, spec, (self.dataflow, self.errors.clone()))
+                let (rows, reduce_input) = self.render_reduce_input(input)?;
+                let errors = (self.dataflow, self.errors.clone());
+                reduce::render(self.scope, rows, reduce_input, spec, errors)
             }
             Plan::Distinct { input } => Ok(self.render(input)?.distinct_core::<Diff>()),
             Plan::Union { inputs, .. } => {
@@ -227,6 +228,33 @@ impl<'s> RenderContext<'s, '_> {
 
     /// Whether no row of `plan`'s collection is ever retracted: it is built from streams (which
     /// only append) and constants by operators that never retract a row they emitted.
+    /// The rows a reduction of `input` reads, and how they become its input: a Map/Filter
+    /// under the reduction is fused into it (see [`reduce::ReduceInput`]).
+    fn render_reduce_input(
+        &mut self,
+        input: &Plan,
+    ) -> Result<(RowCollection<'s>, reduce::ReduceInput), RenderError> {
+        if let Plan::Map {
+            input: mapped,
+            predicate,
+            projection,
+            schema,
+        } = input
+        {
+            let evaluator = map_filter::evaluator(
+                mapped.schema(),
+                predicate.clone(),
+                projection.clone(),
+                schema,
+            )?;
+            return Ok((self.render(mapped)?, reduce::ReduceInput::Mapped(evaluator)));
+        }
+        Ok((
+            self.render(input)?,
+            reduce::ReduceInput::Rows(codec(input.schema())?),
+        ))
+    }
+
     fn is_append_only(&self, plan: &Plan) -> bool {
         match plan {
             Plan::Get { id, .. } => self.streams.contains_key(id),

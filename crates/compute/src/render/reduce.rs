@@ -14,13 +14,18 @@
 //! A global aggregate (no GROUP BY) has exactly one row even over an empty input: a constant
 //! default row (count 0, other aggregates NULL) stands in while no group row exists.
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::VecCollection;
 use plan::AggregateExpr;
-use repr::{Diff, GlobalId, Row, Timestamp};
+use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use timely::dataflow::Scope;
 
-use super::{accumulable, aggregate, codec, constant, render_key_by, RenderError, RowCollection};
+use super::evaluate::RowEvaluator;
+use super::map_filter::{record_failures, render_evaluator};
+use super::{
+    accumulable, aggregate, codec, constant, render_key_by, RenderError, RowCollection, Update,
+};
 use crate::errors::DataflowErrors;
 
 /// Everything a reduction needs to know about its input and output.
@@ -43,23 +48,71 @@ impl ReduceSpec {
     }
 }
 
+/// How the rows reaching a reduction become its input: as they are, or through the
+/// Map/Filter that made them, fused into the reduction (its output is never encoded into rows
+/// only to be decoded again).
+pub(crate) enum ReduceInput {
+    /// The rows are the reduction's input rows, in this encoding.
+    Rows(RowCodec),
+    /// The rows are the Map/Filter's input; the evaluator makes the reduction's input.
+    Mapped(RowEvaluator),
+}
+
+impl ReduceInput {
+    /// The input rows of the reduction that `data` makes, as columns, with each row's time and
+    /// diff. Rows whose Map/Filter expressions fail are left out and counted as errors.
+    pub fn columns(
+        &self,
+        data: &[Update],
+        errors: &(GlobalId, DataflowErrors),
+    ) -> (RecordBatch, Vec<(Timestamp, Diff)>) {
+        match self {
+            Self::Rows(codec) => {
+                let batch = codec
+                    .decode(data.iter().map(|(row, _, _)| row))
+                    .expect("invariant: rows decode with the codec that encoded them");
+                (batch, data.iter().map(|(_, t, d)| (*t, *d)).collect())
+            }
+            Self::Mapped(evaluator) => {
+                let evaluated = evaluator.evaluate_columns(data.iter().map(|(row, _, _)| row));
+                record_failures(errors, &evaluated.failures, data);
+                let updates = evaluated
+                    .indices
+                    .iter()
+                    .map(|&i| (data[i].1, data[i].2))
+                    .collect();
+                (evaluated.batch, updates)
+            }
+        }
+    }
+}
+
+/// Whether every aggregate of `spec` accumulates (the reduction keeps running totals, and
+/// takes its input as columns: see [`ReduceInput`]).
+fn accumulates(spec: &ReduceSpec) -> bool {
+    spec.aggregates
+        .iter()
+        .all(|a| accumulable::accumulates(a, spec.append_only))
+}
+
 /// Groups with their aggregate values: `(group key row, aggregates row)`.
 pub(crate) type GroupResults<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 
-/// Renders a reduction of `rows`.
+/// Renders a reduction of `rows`, which `input` makes into the reduction's input.
 pub(crate) fn render<'s>(
     scope: Scope<'s, Timestamp>,
     rows: RowCollection<'s>,
+    input: ReduceInput,
     spec: ReduceSpec,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let groups = if spec
-        .aggregates
-        .iter()
-        .all(|a| accumulable::accumulates(a, spec.append_only))
-    {
-        accumulable::render(rows, &spec, errors)?
+    let result = if accumulates(&spec) {
+        accumulable::render(rows, input, &spec, errors)?
     } else {
+        let rows = match input {
+            ReduceInput::Rows(_) => rows,
+            ReduceInput::Mapped(evaluator) => render_evaluator(rows, evaluator, errors.clone()),
+        };
         let width = spec.input_schema.fields().len();
         let group_columns: Vec<usize> = (0..spec.group_len).collect();
         let argument_columns: Vec<usize> = (spec.group_len..width).collect();
@@ -69,9 +122,8 @@ pub(crate) fn render<'s>(
             &group_columns,
             Some(&argument_columns),
         )?;
-        aggregate::render(pairs, &spec, errors)?
+        aggregate::render(pairs, &spec, errors)?.map(|(key, aggregates)| key.concat(&aggregates))
     };
-    let result = groups.map(|(key, aggregates)| key.concat(&aggregates));
     if !spec.is_global {
         return Ok(result);
     }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::{smallvec, SmallVec};
 
 use super::super::aggregate::integer_values;
-use super::super::{RenderError, Update};
+use super::super::RenderError;
 use super::threshold::threshold_presences;
 use super::{passes_filter, Accumulation, AccumulationUpdates};
 use crate::arrangement::{FlatBatcher, FlatSpine};
@@ -184,7 +184,7 @@ pub(super) fn presences(
     shares: &[Share],
     batch: &RecordBatch,
     keys: &[Row],
-    updates: &[Update],
+    updates: &[(Timestamp, Diff)],
 ) -> Vec<((Row, ()), Timestamp, MemberCounts)> {
     let mut presences = Vec::new();
     for (s, share) in shares.iter().enumerate() {
@@ -206,7 +206,7 @@ pub(super) fn presences(
             let mut counts = MemberCounts::default();
             for (count, member) in counts.0.iter_mut().zip(&passes) {
                 if member[i] {
-                    *count = updates[i].2;
+                    *count = updates[i].1;
                 }
             }
             if counts.is_zero() {
@@ -217,7 +217,7 @@ pub(super) fn presences(
                 .expect("invariant: group keys are shorter than 4 GiB")
                 .to_be_bytes();
             let presence = [&key_len[..], key, &position[..], &value].concat();
-            presences.push(((Row::from_bytes(&presence), ()), updates[i].1, counts));
+            presences.push(((Row::from_bytes(&presence), ()), updates[i].0, counts));
         }
     }
     presences

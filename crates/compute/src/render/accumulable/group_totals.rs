@@ -4,8 +4,8 @@
 //! arrived (the input frontier has passed `t`), times in order, the accumulations of each group
 //! at `t` are added to the group's total, the totals that changed are finished into rows
 //! together (one batch per time, so the rows are encoded a column at a time), and where a
-//! group's row changed, the old row is retracted and the new one inserted at `t`. A group whose
-//! total is zero is gone.
+//! group's row (its key, then its aggregates) changed, the old row is retracted and the new
+//! one inserted at `t`. A group whose total is zero is gone.
 //! Updates are exchanged by group key, so each worker owns its groups.
 //!
 //! Why not differential's `reduce` over an arrangement of the accumulations: an accumulable
@@ -27,10 +27,11 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
 
-use super::super::reduce::GroupResults;
+use super::super::RowCollection;
 use super::{Accumulation, AccumulationUpdates};
 
-/// A group's running total and the row it last finished to (`None`: the group has no row).
+/// A group's running total and the row it last finished to, key and aggregates (`None`: the
+/// group has no row).
 struct GroupTotal {
     key: Row,
     total: Accumulation,
@@ -102,13 +103,14 @@ impl Groups {
 /// The accumulations of the times not complete yet, each with the capability to emit at it.
 type PendingTimes = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<(Row, Accumulation)>)>;
 
-/// Maintains the total of every group of `updates`, emitting each group's row as `finish`
-/// makes it from the total. `finish` takes the non-zero totals that changed at one time and
-/// returns their rows in the same order (`None`: no row for that total).
+/// Maintains the total of every group of `updates`, emitting each group's row: its key, then
+/// the aggregates `finish` makes from its total. `finish` takes the non-zero totals that
+/// changed at one time and returns their aggregates in the same order (`None`: no row for that
+/// total).
 pub(super) fn group_totals<'s, F>(
     updates: AccumulationUpdates<'s>,
     mut finish: F,
-) -> GroupResults<'s>
+) -> RowCollection<'s>
 where
     F: FnMut(&[&Accumulation]) -> Vec<Option<Row>> + 'static,
 {
@@ -116,7 +118,7 @@ where
         Exchange::new(|((key, ()), _, _): &((Row, ()), Timestamp, Accumulation)| key.hashed());
     updates
         .inner
-        .unary_frontier::<CapacityContainerBuilder<Vec<((Row, Row), Timestamp, Diff)>>, _, _, _>(
+        .unary_frontier::<CapacityContainerBuilder<Vec<(Row, Timestamp, Diff)>>, _, _, _>(
             by_group,
             "AccumulableAggregate",
             move |_, _| {
@@ -145,19 +147,26 @@ where
                             .into_iter()
                             .filter_map(|(key, accumulation)| groups.add(key, accumulation, time))
                             .collect();
-                        let mut rows = finish_changed(&groups, &changed, &mut finish).into_iter();
+                        let mut aggregates =
+                            finish_changed(&groups, &changed, &mut finish).into_iter();
                         for slot in changed {
                             let state = &mut groups.slots[slot];
                             let zero = state.total.is_zero();
-                            let row = if zero { None } else { rows.next().flatten() };
-                            let old = std::mem::replace(&mut state.row, row.clone());
-                            if row != old {
-                                if let Some(old) = old {
-                                    session.give(((state.key.clone(), old), time, -1));
+                            let row = match zero {
+                                true => None,
+                                false => aggregates
+                                    .next()
+                                    .flatten()
+                                    .map(|aggregates| state.key.concat(&aggregates)),
+                            };
+                            if row != state.row {
+                                if let Some(old) = state.row.take() {
+                                    session.give((old, time, -1));
                                 }
-                                if let Some(new) = row {
-                                    session.give(((state.key.clone(), new), time, 1));
+                                if let Some(new) = &row {
+                                    session.give((new.clone(), time, 1));
                                 }
+                                state.row = row;
                             }
                             if zero {
                                 groups.remove(slot);
