@@ -103,12 +103,12 @@ impl Lowerer<'_> {
                 ))
             })
             .collect::<Result<Vec<_>, datafusion::error::DataFusionError>>()?;
-        let arguments = Plan::Map {
-            input: Box::new(self.lower(&aggregate.input)?),
-            predicate: None,
-            projection: self.physical_all(&columns, input_schema)?,
-            schema: Arc::new(Schema::new(fields)),
-        };
+        let arguments = super::projections::map(
+            self.lower(&aggregate.input)?,
+            None,
+            self.physical_all(&columns, input_schema)?,
+            Arc::new(Schema::new(fields)),
+        );
         Ok(Plan::Reduce {
             input: Box::new(arguments),
             group_len,

@@ -8,6 +8,7 @@
 
 mod aggregate;
 mod join;
+mod projections;
 mod session;
 mod sort;
 mod window;
@@ -113,12 +114,12 @@ impl Lowerer<'_> {
                     LogicalPlan::Filter(filter) => filter.input.schema(),
                     other => other.schema(),
                 };
-                Ok(Plan::Map {
-                    input: Box::new(input_plan),
+                Ok(projections::map(
+                    input_plan,
                     predicate,
-                    projection: self.physical_all(expr, input_schema)?,
-                    schema: arrow_schema(schema),
-                })
+                    self.physical_all(expr, input_schema)?,
+                    arrow_schema(schema),
+                ))
             }
             LogicalPlan::Filter(filter) => {
                 let input = self.lower_filtered(filter)?;
@@ -212,21 +213,19 @@ impl Lowerer<'_> {
         };
         let full_df_schema =
             DFSchema::try_from_qualified_schema(scan.table_name.clone(), &full_schema)?;
-        if let Some(predicate) = scan.filters.iter().cloned().reduce(|a, b| a.and(b)) {
-            let predicate = self.physical(&predicate, &full_df_schema)?;
-            plan = self.filter(plan, &full_df_schema, predicate)?;
-        }
+        // The filters DataFusion pushed into the scan are ignored here: relations take them
+        // as inexact (`catalog.rs`), so each stays in a Filter above the scan, lowered once.
         if let Some(projection) = &scan.projection {
             let columns = projection
                 .iter()
                 .map(|&i| Expr::Column(full_df_schema.columns()[i].clone()))
                 .collect::<Vec<_>>();
-            plan = Plan::Map {
-                input: Box::new(plan),
-                predicate: None,
-                projection: self.physical_all(&columns, &full_df_schema)?,
-                schema: arrow_schema(&scan.projected_schema),
-            };
+            plan = projections::map(
+                plan,
+                None,
+                self.physical_all(&columns, &full_df_schema)?,
+                arrow_schema(&scan.projected_schema),
+            );
         }
         let plan = with_schema(plan, arrow_schema(&scan.projected_schema));
         Ok(match scan.fetch {

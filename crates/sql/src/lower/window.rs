@@ -20,6 +20,7 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_planner::create_window_expr;
 use plan::{Plan, ScalarExpr, SortColumn, WindowFunction, WindowFunctionKind};
 
+use super::projections::picked_column;
 use super::session::is_session_bound;
 use super::{arrow_schema, Lowerer};
 use crate::SqlError;
@@ -232,13 +233,7 @@ fn limit_window(plan: &mut Plan, column: usize, rows: usize) {
         Plan::Map {
             input, projection, ..
         } => {
-            let passed = projection
-                .get(column)
-                .and_then(|e| {
-                    let any: &dyn datafusion::physical_expr::PhysicalExpr = e.as_ref();
-                    any.downcast_ref::<Column>()
-                })
-                .map(Column::index);
+            let passed = projection.get(column).and_then(picked_column);
             if let Some(input_column) = passed {
                 limit_window(input, input_column, rows);
             }
