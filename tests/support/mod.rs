@@ -221,11 +221,22 @@ impl TestServer {
 }
 
 impl Drop for TestServer {
-    /// Kills the server; its log is kept only when the test failed.
+    /// Kills the server; its log is kept only when the test failed. A test whose server
+    /// panicked anywhere (a thread or a task: no client input may panic it) fails.
     fn drop(&mut self) {
         self.kill();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_file(self.log_path());
+        if std::thread::panicking() {
+            return;
         }
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        if let Some(line) = log.lines().position(|l| l.contains("panicked at")) {
+            let lines: Vec<&str> = log.lines().collect();
+            let context = lines[line.saturating_sub(5)..(line + 20).min(lines.len())].join("\n");
+            panic!(
+                "the server panicked (log kept at {}):\n{context}",
+                self.log_path().display()
+            );
+        }
+        let _ = std::fs::remove_file(self.log_path());
     }
 }
