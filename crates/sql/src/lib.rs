@@ -18,6 +18,7 @@ mod bind;
 pub mod catalog;
 pub mod correlated_subqueries;
 mod error;
+mod expression_rewrites;
 mod hop_windows;
 pub mod literals;
 mod lower;

@@ -16,17 +16,18 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::error::Result;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawFieldAccessExpr};
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, GetFieldAccess, LogicalPlan,
     ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
+
+use crate::expression_rewrites::rewrite_expressions;
 
 /// Shifts subscripts of 0-based vectors by one.
 #[derive(Debug, Default)]
@@ -61,63 +62,40 @@ pub struct UntypedLiteralComparisons;
 
 impl AnalyzerRule for UntypedLiteralComparisons {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merged_input_schema(&node);
-            // Keep every expression's name: parents refer to aggregates by it.
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|expr| {
-                let name = names.save(&expr);
-                let rewritten = expr.transform_up(|e| {
-                    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let (typed, literal, literal_on_right) = match (left.as_ref(), right.as_ref()) {
-                        (other, Expr::Literal(ScalarValue::Utf8(Some(text)), _)) => {
-                            (other, text, true)
-                        }
-                        (Expr::Literal(ScalarValue::Utf8(Some(text)), _), other) => {
-                            (other, text, false)
-                        }
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    let value = match typed.get_type(&schema) {
-                        Ok(DataType::List(item)) => array_value(literal, item.data_type()),
-                        Ok(DataType::Boolean) => boolean_value(literal),
-                        _ => None,
-                    };
-                    let Some(value) = value else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let value = Expr::Literal(value, None);
-                    let (left, right) = if literal_on_right {
-                        (left.clone(), Box::new(value))
-                    } else {
-                        (Box::new(value), right.clone())
-                    };
-                    Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
-                        left,
-                        op: *op,
-                        right,
-                    })))
-                })?;
-                Ok(rewritten.update_data(|e| name.restore(e)))
-            })
+        rewrite_expressions(plan, |e, schema| {
+            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
+                return Ok(Transformed::no(e));
+            };
+            let (typed, literal, literal_on_right) = match (left.as_ref(), right.as_ref()) {
+                (other, Expr::Literal(ScalarValue::Utf8(Some(text)), _)) => (other, text, true),
+                (Expr::Literal(ScalarValue::Utf8(Some(text)), _), other) => (other, text, false),
+                _ => return Ok(Transformed::no(e)),
+            };
+            let value = match typed.get_type(schema) {
+                Ok(DataType::List(item)) => array_value(literal, item.data_type()),
+                Ok(DataType::Boolean) => boolean_value(literal),
+                _ => None,
+            };
+            let Some(value) = value else {
+                return Ok(Transformed::no(e));
+            };
+            let value = Expr::Literal(value, None);
+            let (left, right) = if literal_on_right {
+                (left.clone(), Box::new(value))
+            } else {
+                (Box::new(value), right.clone())
+            };
+            Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: *op,
+                right,
+            })))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
         "untyped_literal_comparisons"
     }
-}
-
-/// The schema the expressions of `node` are evaluated against.
-fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
-    let mut schema = DFSchema::empty();
-    for input in node.inputs() {
-        schema.merge(input.schema());
-    }
-    schema
 }
 
 /// `{a,b}` as a list value of `element` type.
@@ -193,29 +171,20 @@ pub(crate) fn rewrite_casts(
     plan: LogicalPlan,
     function: impl Fn(&Field, &DataType) -> Option<ScalarUDF>,
 ) -> Result<LogicalPlan> {
-    plan.transform_up_with_subqueries(|node| {
-        let schema = merged_input_schema(&node);
-        let names = NamePreserver::new(&node);
-        node.map_expressions(|expr| {
-            let name = names.save(&expr);
-            let rewritten = expr.transform_up(|e| {
-                let (inner, target) = match &e {
-                    Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                    Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
-                    _ => return Ok(Transformed::no(e)),
-                };
-                let Ok((_, field)) = inner.to_field(&schema) else {
-                    return Ok(Transformed::no(e));
-                };
-                match function(&field, target) {
-                    Some(udf) => Ok(Transformed::yes(udf.call(vec![inner.clone()]))),
-                    None => Ok(Transformed::no(e)),
-                }
-            })?;
-            Ok(rewritten.update_data(|e| name.restore(e)))
-        })
+    rewrite_expressions(plan, |e, schema| {
+        let (inner, target) = match &e {
+            Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+            Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
+            _ => return Ok(Transformed::no(e)),
+        };
+        let Ok((_, field)) = inner.to_field(schema) else {
+            return Ok(Transformed::no(e));
+        };
+        match function(&field, target) {
+            Some(udf) => Ok(Transformed::yes(udf.call(vec![inner.clone()]))),
+            None => Ok(Transformed::no(e)),
+        }
     })
-    .map(|t| t.data)
 }
 
 /// `__array_in(text)` (an array literal read as a list of `target`) or `__array_out(list)`
@@ -263,8 +232,13 @@ impl ScalarUDFImpl for ArrayText {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let input = args.args[0].to_array(args.number_rows.max(1))?;
+        // A constant argument makes one value; DataFusion reads a one-row result of constant
+        // arguments as a constant.
+        let rows = match args.args[0] {
+            ColumnarValue::Scalar(_) => 1,
+            ColumnarValue::Array(_) => args.number_rows,
+        };
+        let input = args.args[0].to_array(rows)?;
         let output: ArrayRef = match &self.reading {
             Some(target) => {
                 let texts = datafusion::arrow::compute::cast(&input, &DataType::Utf8)?;
@@ -300,11 +274,7 @@ impl ScalarUDFImpl for ArrayText {
                     .collect::<Result<StringArray>>()?,
             ),
         };
-        Ok(if scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&output, 0)?)
-        } else {
-            ColumnarValue::Array(output)
-        })
+        Ok(ColumnarValue::Array(output))
     }
 }
 

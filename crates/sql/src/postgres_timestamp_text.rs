@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use datafusion::arrow::array::{Array, AsArray, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
 use datafusion::common::config::ConfigOptions;
@@ -63,8 +63,13 @@ impl ScalarUDFImpl for TimestampText {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let input = args.args[0].to_array(args.number_rows.max(1))?;
+        // A constant argument makes one value; DataFusion reads a one-row result of constant
+        // arguments as a constant.
+        let rows = match args.args[0] {
+            ColumnarValue::Scalar(_) => 1,
+            ColumnarValue::Array(_) => args.number_rows,
+        };
+        let input = args.args[0].to_array(rows)?;
         let micros = cast(&input, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
         let micros = micros.as_primitive::<TimestampMicrosecondType>();
         let zone = if self.with_zone { "+00" } else { "" };
@@ -75,11 +80,6 @@ impl ScalarUDFImpl for TimestampText {
                     .then(|| format!("{}{zone}", timestamp_text(micros.value(i))))
             })
             .collect();
-        let texts: ArrayRef = Arc::new(texts);
-        Ok(if scalar {
-            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&texts, 0)?)
-        } else {
-            ColumnarValue::Array(texts)
-        })
+        Ok(ColumnarValue::Array(Arc::new(texts)))
     }
 }

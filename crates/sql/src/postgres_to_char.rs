@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use datafusion::arrow::array::{Array, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
 use datafusion::arrow::temporal_conversions::timestamp_us_to_datetime;
@@ -90,12 +90,8 @@ impl ScalarUDFImpl for ToChar {
                 _ => out.append_null(),
             }
         }
-        let array: ArrayRef = Arc::new(out.finish());
-        Ok(if scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
-        } else {
-            ColumnarValue::Array(array)
-        })
+        // One row for constant arguments: DataFusion reads it as a constant.
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
     }
 }
 

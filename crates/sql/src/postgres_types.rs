@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
+
+use crate::expression_rewrites::rewrite_expressions;
 
 /// Sums `bigint` as `numeric(38,0)`.
 #[derive(Debug, Default)]
@@ -100,46 +101,29 @@ pub struct RoundingIntegerCasts;
 
 impl AnalyzerRule for RoundingIntegerCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = node
-                .inputs()
-                .first()
-                .map(|input| input.schema().clone())
-                .unwrap_or_else(|| Arc::new(datafusion::common::DFSchema::empty()));
-            // Keep every expression's name: parents refer to aggregates by it.
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|expr| {
-                let name = names.save(&expr);
-                let rounded = expr.transform_up(|e| {
-                    let Expr::Cast(cast) = &e else {
-                        return Ok(Transformed::no(e));
-                    };
-                    let target_is_integer = cast.field.data_type().is_integer();
-                    let source = cast.expr.get_type(schema.as_ref());
-                    let source_is_fractional = source.is_ok_and(|t| {
-                        matches!(
-                            t,
-                            DataType::Float16
-                                | DataType::Float32
-                                | DataType::Float64
-                                | DataType::Decimal128(..)
-                        )
-                    });
-                    if !(target_is_integer && source_is_fractional) {
-                        return Ok(Transformed::no(e));
-                    }
-                    let rounded = datafusion::functions::math::expr_fn::round(vec![cast
-                        .expr
-                        .as_ref()
-                        .clone()]);
-                    let mut rounded_cast = cast.clone();
-                    rounded_cast.expr = Box::new(rounded);
-                    Ok(Transformed::yes(Expr::Cast(rounded_cast)))
-                })?;
-                Ok(rounded.update_data(|e| name.restore(e)))
-            })
+        rewrite_expressions(plan, |e, schema| {
+            let Expr::Cast(cast) = &e else {
+                return Ok(Transformed::no(e));
+            };
+            let target_is_integer = cast.field.data_type().is_integer();
+            let source_is_fractional = cast.expr.get_type(schema).is_ok_and(|t| {
+                matches!(
+                    t,
+                    DataType::Float16
+                        | DataType::Float32
+                        | DataType::Float64
+                        | DataType::Decimal128(..)
+                )
+            });
+            if !(target_is_integer && source_is_fractional) {
+                return Ok(Transformed::no(e));
+            }
+            let rounded =
+                datafusion::functions::math::expr_fn::round(vec![cast.expr.as_ref().clone()]);
+            let mut rounded_cast = cast.clone();
+            rounded_cast.expr = Box::new(rounded);
+            Ok(Transformed::yes(Expr::Cast(rounded_cast)))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
