@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 /// The outcome of evaluating a batch: surviving rows with the index of the input row they
 /// came from, and the input rows that failed with their error.
-#[derive(Default)]
 pub(crate) struct Evaluated {
     pub rows: Vec<(usize, Row)>,
     pub failures: Vec<(usize, String)>,
@@ -55,36 +54,26 @@ impl RowEvaluator {
 
     /// Evaluates every row; rows whose predicate is false or NULL are dropped.
     pub fn evaluate<'a>(&self, rows: impl ExactSizeIterator<Item = &'a Row> + Clone) -> Evaluated {
-        let batch = match self.input.decode(rows.clone()) {
-            Ok(batch) => batch,
-            Err(e) => {
-                return Evaluated {
-                    rows: Vec::new(),
-                    failures: (0..rows.len()).map(|i| (i, e.to_string())).collect(),
-                }
-            }
-        };
-        match self.evaluate_batch(&batch) {
-            Ok(evaluated) => evaluated,
-            Err(_) if batch.num_rows() > 1 => self.evaluate_rows_one_by_one(&batch),
-            Err(e) => Evaluated {
-                rows: Vec::new(),
-                failures: vec![(0, e.to_string())],
-            },
+        let EvaluatedColumns {
+            batch,
+            indices,
+            mut failures,
+        } = self.evaluate_columns(rows);
+        if let Ok(encoded) = self.output.encode(&batch) {
+            return Evaluated {
+                rows: indices.into_iter().zip(encoded).collect(),
+                failures,
+            };
         }
-    }
-
-    fn evaluate_rows_one_by_one(&self, batch: &RecordBatch) -> Evaluated {
-        let mut result = Evaluated::default();
-        for index in 0..batch.num_rows() {
-            match self.evaluate_batch(&batch.slice(index, 1)) {
-                Ok(one) => result
-                    .rows
-                    .extend(one.rows.into_iter().map(|(_, row)| (index, row))),
-                Err(e) => result.failures.push((index, e.to_string())),
+        // Encoding casts to the output's types, which one value can fail: find which.
+        let mut rows = Vec::with_capacity(indices.len());
+        for (position, index) in indices.into_iter().enumerate() {
+            match self.output.encode(&batch.slice(position, 1)) {
+                Ok(one) => rows.extend(one.into_iter().map(|row| (index, row))),
+                Err(e) => failures.push((index, e.to_string())),
             }
         }
-        result
+        Evaluated { rows, failures }
     }
 
     /// Evaluates every row into columns; rows whose predicate is false or NULL are dropped.
@@ -137,18 +126,6 @@ impl RowEvaluator {
         }
     }
 
-    fn evaluate_batch(&self, batch: &RecordBatch) -> Result<Evaluated, DataFusionError> {
-        let (columns, indices) = self.columns_of(batch)?;
-        let rows = self
-            .output
-            .encode_columns(&columns, indices.len())
-            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-        Ok(Evaluated {
-            rows: indices.into_iter().zip(rows).collect(),
-            failures: Vec::new(),
-        })
-    }
-
     /// The rows of `batch` that pass the predicate, projected into one batch, with the index
     /// in `batch` of each. The batch's fields are named as the output schema's and typed as
     /// the expressions' results, all nullable (the operator reading it goes by position).
@@ -156,27 +133,6 @@ impl RowEvaluator {
         &self,
         batch: &RecordBatch,
     ) -> Result<(RecordBatch, Vec<usize>), DataFusionError> {
-        let (columns, indices) = self.columns_of(batch)?;
-        let fields: Vec<Field> = self
-            .output
-            .schema()
-            .fields()
-            .iter()
-            .zip(&columns)
-            .map(|(field, column)| Field::new(field.name(), column.data_type().clone(), true))
-            .collect();
-        let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
-        let batch =
-            RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
-        Ok((batch, indices))
-    }
-
-    /// The rows of `batch` that pass the predicate, projected: one column per expression,
-    /// with the index in `batch` of each row.
-    fn columns_of(
-        &self,
-        batch: &RecordBatch,
-    ) -> Result<(Vec<ArrayRef>, Vec<usize>), DataFusionError> {
         let (batch, indices) = match &self.predicate {
             None => (batch.clone(), (0..batch.num_rows()).collect::<Vec<_>>()),
             Some(predicate) => {
@@ -191,7 +147,18 @@ impl RowEvaluator {
             .iter()
             .map(|e| e.evaluate(&batch)?.into_array(batch.num_rows()))
             .collect::<Result<Vec<ArrayRef>, _>>()?;
-        Ok((columns, indices))
+        let fields: Vec<Field> = self
+            .output
+            .schema()
+            .fields()
+            .iter()
+            .zip(&columns)
+            .map(|(field, column)| Field::new(field.name(), column.data_type().clone(), true))
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
+        let batch =
+            RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
+        Ok((batch, indices))
     }
 }
 

@@ -26,30 +26,26 @@ pub(super) fn map(
     schema: SchemaRef,
 ) -> Plan {
     let picked: Option<Vec<usize>> = projection.iter().map(picked_column).collect();
-    match (predicate, picked) {
-        (None, Some(columns)) if is_identity(&input, &columns, &schema) => {
+    match (predicate, picked, input) {
+        (None, Some(columns), input) if is_identity(&input, &columns, &schema) => {
             with_schema(input, schema)
         }
-        (None, Some(columns)) => match input {
+        (
+            None,
+            Some(columns),
             Plan::Map {
                 input: inner,
                 predicate,
                 projection: expressions,
                 ..
-            } => Plan::Map {
-                input: inner,
-                predicate,
-                projection: columns.iter().map(|&c| expressions[c].clone()).collect(),
-                schema,
             },
-            input => Plan::Map {
-                input: Box::new(input),
-                predicate: None,
-                projection,
-                schema,
-            },
+        ) => Plan::Map {
+            input: inner,
+            predicate,
+            projection: columns.iter().map(|&c| expressions[c].clone()).collect(),
+            schema,
         },
-        (predicate, _) => over_picked_columns(input, predicate, projection, schema),
+        (predicate, _, input) => over_picked_columns(input, predicate, projection, schema),
     }
 }
 
