@@ -1,20 +1,30 @@
 //! The walk shared by the analyzer rules that give expressions PostgreSQL's meaning: every
 //! expression of every plan node (subqueries included), bottom-up, each rewritten against the
 //! schema of its node's inputs and keeping its name (parents refer to aggregates by it).
+//!
+//! Every statement is analyzed, most of them have nothing these rules rewrite, and merging a
+//! node's input schemas costs more than the rest of the walk: a node is rewritten only if one
+//! of its expressions holds a candidate the rule names.
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::DFSchema;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 
 /// `plan` with `rewrite(expression, input schema)` applied to every sub-expression of every
-/// node, bottom-up, each top-level expression keeping its name.
+/// node that has a sub-expression for which `candidate` holds, bottom-up, each top-level
+/// expression keeping its name. `rewrite` must leave every expression that is not a candidate
+/// as it is.
 pub(crate) fn rewrite_expressions(
     plan: LogicalPlan,
+    candidate: impl Fn(&Expr) -> bool,
     rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
+        if !has_expression(&node, &candidate)? {
+            return Ok(Transformed::no(node));
+        }
         let schema = merged_input_schema(&node);
         let names = NamePreserver::new(&node);
         node.map_expressions(|expr| {
@@ -24,6 +34,33 @@ pub(crate) fn rewrite_expressions(
         })
     })
     .map(|t| t.data)
+}
+
+/// Whether a sub-expression of one of `node`'s expressions satisfies `candidate`.
+fn has_expression(node: &LogicalPlan, candidate: &impl Fn(&Expr) -> bool) -> Result<bool> {
+    let mut found = false;
+    node.apply_expressions(|expr| {
+        found = expr.exists(|e| Ok(candidate(e)))?;
+        Ok(match found {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    })?;
+    Ok(found)
+}
+
+/// Whether `plan` or a plan below it, subqueries included, satisfies `candidate`.
+pub(crate) fn has_node(plan: &LogicalPlan, candidate: impl Fn(&LogicalPlan) -> bool) -> bool {
+    let mut found = false;
+    // The visit cannot fail: it only looks.
+    let _ = plan.apply_with_subqueries(|node| {
+        found = candidate(node);
+        Ok(match found {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    });
+    found
 }
 
 /// The schema the expressions of `node` are evaluated against: its inputs' schemas merged.

@@ -62,14 +62,13 @@ pub struct UntypedLiteralComparisons;
 
 impl AnalyzerRule for UntypedLiteralComparisons {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_expressions(plan, |e, schema| {
-            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
+        let is_candidate = |e: &Expr| text_literal_comparison(e).is_some();
+        rewrite_expressions(plan, is_candidate, |e, schema| {
+            let Some((typed, literal, literal_on_right)) = text_literal_comparison(&e) else {
                 return Ok(Transformed::no(e));
             };
-            let (typed, literal, literal_on_right) = match (left.as_ref(), right.as_ref()) {
-                (other, Expr::Literal(ScalarValue::Utf8(Some(text)), _)) => (other, text, true),
-                (Expr::Literal(ScalarValue::Utf8(Some(text)), _), other) => (other, text, false),
-                _ => return Ok(Transformed::no(e)),
+            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
+                return Ok(Transformed::no(e));
             };
             let value = match typed.get_type(schema) {
                 Ok(DataType::List(item)) => array_value(literal, item.data_type()),
@@ -95,6 +94,19 @@ impl AnalyzerRule for UntypedLiteralComparisons {
 
     fn name(&self) -> &str {
         "untyped_literal_comparisons"
+    }
+}
+
+/// A comparison of a text literal with another expression: that expression, the literal's
+/// text, and whether the literal is on the right.
+fn text_literal_comparison(e: &Expr) -> Option<(&Expr, &str, bool)> {
+    let Expr::BinaryExpr(BinaryExpr { left, right, .. }) = e else {
+        return None;
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (other, Expr::Literal(ScalarValue::Utf8(Some(text)), _)) => Some((other, text, true)),
+        (Expr::Literal(ScalarValue::Utf8(Some(text)), _), other) => Some((other, text, false)),
+        _ => None,
     }
 }
 
@@ -171,7 +183,8 @@ pub(crate) fn rewrite_casts(
     plan: LogicalPlan,
     function: impl Fn(&Field, &DataType) -> Option<ScalarUDF>,
 ) -> Result<LogicalPlan> {
-    rewrite_expressions(plan, |e, schema| {
+    let is_cast = |e: &Expr| matches!(e, Expr::Cast(_) | Expr::TryCast(_));
+    rewrite_expressions(plan, is_cast, |e, schema| {
         let (inner, target) = match &e {
             Expr::Cast(cast) => (cast.expr.as_ref(), cast.field.data_type()),
             Expr::TryCast(cast) => (cast.expr.as_ref(), cast.field.data_type()),

@@ -20,7 +20,7 @@ use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::expression_rewrites::rewrite_expressions;
+use crate::expression_rewrites::{has_node, rewrite_expressions};
 
 /// Sums `bigint` as `numeric(38,0)`.
 #[derive(Debug, Default)]
@@ -28,6 +28,9 @@ pub struct SumBigintAsNumeric;
 
 impl AnalyzerRule for SumBigintAsNumeric {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        if !has_node(&plan, |node| matches!(node, LogicalPlan::Aggregate(_))) {
+            return Ok(plan);
+        }
         plan.transform_up_with_subqueries(|node| {
             let LogicalPlan::Aggregate(aggregate) = node else {
                 return Ok(Transformed::yes(node.recompute_schema()?));
@@ -101,7 +104,9 @@ pub struct RoundingIntegerCasts;
 
 impl AnalyzerRule for RoundingIntegerCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_expressions(plan, |e, schema| {
+        let integer_cast =
+            |e: &Expr| matches!(e, Expr::Cast(cast) if cast.field.data_type().is_integer());
+        rewrite_expressions(plan, integer_cast, |e, schema| {
             let Expr::Cast(cast) = &e else {
                 return Ok(Transformed::no(e));
             };
