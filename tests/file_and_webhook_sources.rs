@@ -5,11 +5,11 @@
 
 mod support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::http::post;
+use support::http::{post, post_announcing};
 use support::query::{error_code, row, wait_for};
 use support::TestServer;
 
@@ -328,4 +328,64 @@ async fn a_webhook_answers_once_its_rows_are_durable() {
         b"{\"id\": 7}",
     );
     assert_eq!(status, 200, "the webhook is back after the restart");
+}
+
+/// A webhook request whose body never fully arrives is answered `408` once the body timeout
+/// passes (10 s), and a connection whose headers never end is closed, while other requests
+/// are served meanwhile; a body over the limit (2 MiB) is
+/// answered `413`; neither adds a row.
+#[tokio::test]
+async fn a_webhook_refuses_stalled_and_oversized_bodies() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE SOURCE hooks (id bigint NOT NULL) WITH (connector = 'webhook');
+             CREATE MATERIALIZED VIEW hook_count AS SELECT count(*) AS n FROM hooks;",
+        )
+        .await
+        .expect("source and view");
+    let port = server.http_port();
+    let started = Instant::now();
+    let stalled = std::thread::spawn(move || {
+        post_announcing(port, "/webhook/public/hooks", &[], 1000, b"{\"id\": 1}")
+    });
+    let half_headers = std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .expect("set a read timeout");
+        stream
+            .write_all(b"POST /webhook/public/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .expect("send half the headers");
+        let mut answer = Vec::new();
+        let closed = stream.read_to_end(&mut answer).is_ok();
+        (closed, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        post(port, "/webhook/public/hooks", &[], b"{\"id\": 2}").0,
+        200,
+        "a stalled request does not hold up another"
+    );
+    let (status, answer) = stalled.join().expect("the stalled request's thread");
+    let waited = started.elapsed();
+    assert_eq!(status, 408, "{answer}");
+    assert!(
+        (Duration::from_secs(9)..Duration::from_secs(60)).contains(&waited),
+        "answered after {waited:?}"
+    );
+    let (closed, waited) = half_headers.join().expect("the half-headers thread");
+    assert!(
+        closed && waited < Duration::from_secs(60),
+        "a connection that never finishes its headers is closed (after {waited:?})"
+    );
+    let oversized = vec![b' '; 2 * 1024 * 1024 + 1];
+    let (status, answer) = post(port, "/webhook/public/hooks", &[], &oversized);
+    assert_eq!(status, 413, "{answer}");
+    assert_eq!(
+        row(&client, "SELECT n FROM hook_count").await,
+        [Some("1".into())],
+        "only the complete request added a row"
+    );
 }

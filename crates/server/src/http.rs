@@ -4,21 +4,45 @@
 //! durable; a client that gets no answer (or a `5xx`) may retry. Records that cannot become
 //! rows are kept in `fluxion_catalog.source_errors` and counted in the answer; they do not
 //! fail the request.
+//!
+//! A body may be at most [`MAX_BODY_BYTES`] long (`413` otherwise) and must arrive within
+//! [`BODY_TIMEOUT`] (`408` otherwise), and a request's headers within [`HEADER_TIMEOUT`] (the
+//! connection is closed otherwise): a client that announces more bytes than it sends, or
+//! stalls, holds no connection open for longer.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use coord::{Coordinator, WebhookError};
+use http_body_util::LengthLimitError;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-/// Serves the HTTP endpoints on `listener` until `shutdown` completes.
+/// The largest request body a webhook accepts.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// How long a client may take to send a request's body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client may take to send a request's headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long to wait before accepting again after accepting failed.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// Serves the HTTP endpoints on `listener` until `shutdown` completes, then waits for the
+/// requests in progress.
 pub async fn serve_http(
     listener: TcpListener,
     coord: Arc<Coordinator>,
@@ -27,12 +51,33 @@ pub async fn serve_http(
     let app = Router::new()
         .route("/webhook/{schema}/{source}", post(webhook))
         .with_state(coord);
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::error!(error = %e, "the HTTP listener failed");
+    let connections = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, most likely: let connections close first.
+                    tracing::warn!(error = %e, "accepting an HTTP connection failed");
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "an HTTP connection ended with an error");
+            }
+        });
     }
+    connections.shutdown().await;
 }
 
 /// `POST /webhook/<schema>/<source>`: one JSON object, or newline-delimited objects.
@@ -40,8 +85,29 @@ async fn webhook(
     State(coord): State<Arc<Coordinator>>,
     Path((schema, source)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    let body = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES))
+        .await
+    {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => {
+            let e = e.into_inner();
+            if e.downcast_ref::<LengthLimitError>().is_some() {
+                let answer = format!("the request body is longer than {MAX_BODY_BYTES} bytes\n");
+                return (StatusCode::PAYLOAD_TOO_LARGE, answer).into_response();
+            }
+            let answer = format!("reading the request body failed: {e}\n");
+            return (StatusCode::BAD_REQUEST, answer).into_response();
+        }
+        Err(_) => {
+            let answer = format!(
+                "the request body did not arrive within {} s\n",
+                BODY_TIMEOUT.as_secs()
+            );
+            return (StatusCode::REQUEST_TIMEOUT, answer).into_response();
+        }
+    };
     let headers: HashMap<String, String> = headers
         .iter()
         .filter_map(|(name, value)| Some((name.as_str().to_string(), value.to_str().ok()?.into())))
