@@ -223,7 +223,7 @@ impl Coordinator {
                 })
             }
             Statement::Explain(explain) => self.explain(session, explain).await,
-            Statement::Set(set) => Ok(self.set(session, set)),
+            Statement::Set(set) => self.set(session, set),
             Statement::Show(show) => self.show(session, show),
             Statement::Discard => Ok(ExecuteResponse::command("DISCARD ALL")),
             Statement::Rejected(error) => Err(error.into()),

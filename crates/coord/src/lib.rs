@@ -26,6 +26,7 @@ mod durable_subscriptions;
 mod error;
 mod in_flight;
 mod name_resolution;
+mod postgres_settings;
 mod query_context;
 mod read;
 mod recovery;

@@ -10,6 +10,7 @@ use sql::{Explain, ObjectRef, Set, Show};
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;
 use crate::error::CoordError;
+use crate::postgres_settings::is_known_setting;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 
@@ -77,9 +78,17 @@ impl Coordinator {
         ))
     }
 
-    /// `SET`: a setting's new value (`DEFAULT`: its default).
-    pub(crate) fn set(&self, session: &mut Session, set: Set) -> ExecuteResponse {
+    /// `SET`: a setting's new value (`DEFAULT`: its default). The setting must be one
+    /// PostgreSQL has, or a custom `prefix.name`.
+    pub(crate) fn set(
+        &self,
+        session: &mut Session,
+        set: Set,
+    ) -> Result<ExecuteResponse, CoordError> {
         if let Set::Variable { name, value } = set {
+            if !is_known_setting(&name) {
+                return Err(CoordError::unknown("configuration parameter", name));
+            }
             let value = if value.eq_ignore_ascii_case("default") {
                 crate::session::DEFAULT_SETTINGS
                     .iter()
@@ -91,7 +100,7 @@ impl Coordinator {
             };
             session.set_variable(&name, value);
         }
-        ExecuteResponse::command("SET")
+        Ok(ExecuteResponse::command("SET"))
     }
 
     fn show_variable(&self, session: &Session, name: &str) -> Result<ExecuteResponse, CoordError> {

@@ -211,13 +211,7 @@ impl Statement {
             ),
             S::Explain { statement, .. } => Statement::Explain(Explain::from_sql(*statement)?),
             S::Set(set) => Statement::Set(Set::from_sql(set)?),
-            S::ShowVariable { variable } => Statement::Show(Show::Variable(
-                variable
-                    .iter()
-                    .map(|i| i.value.to_lowercase())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )),
+            S::ShowVariable { variable } => Statement::Show(Show::variable(&variable)),
             S::ShowTables { .. } => Statement::Show(Show::Objects(ObjectKind::Table)),
             S::ShowViews { materialized, .. } => Statement::Show(Show::Objects(if materialized {
                 ObjectKind::MaterializedView

@@ -85,6 +85,23 @@ pub enum Show {
     },
 }
 
+/// The `SHOW` forms of more than one word; any other name of several words is a custom
+/// setting's dotted name (`SHOW app.mode`: the parser drops the dot).
+const MULTIWORD_SHOWS: &[&str] = &["materialized views", "transaction isolation level"];
+
+impl Show {
+    /// `SHOW words…` as the setting or object kind it names.
+    pub(crate) fn variable(words: &[ast::Ident]) -> Show {
+        let words: Vec<String> = words.iter().map(|w| w.value.to_lowercase()).collect();
+        let spaced = words.join(" ");
+        Show::Variable(match spaced.as_str() {
+            "time zone" => "timezone".to_string(),
+            multiword if MULTIWORD_SHOWS.contains(&multiword) => spaced,
+            _ => words.join("."),
+        })
+    }
+}
+
 /// `EXPLAIN`: the dataflow plan of a query or of a view's query.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Explain {
