@@ -164,3 +164,54 @@ async fn sigterm_shuts_down_cleanly() {
         "the server exits with status 0 on SIGTERM"
     );
 }
+
+/// Identifiers longer than 63 bytes are cut, as PostgreSQL cuts them, with a NOTICE (42622):
+/// a table created with a 70-character name is found by its first 63 characters and by the
+/// whole name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_identifiers_are_truncated_with_a_notice() {
+    let server = TestServer::start();
+    let (client, mut connection) =
+        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .expect("connect to fluxion");
+    let (notices_tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = futures::StreamExt::next(&mut messages).await {
+            if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                let _ = notices_tx.send((notice.code().clone(), notice.message().to_string()));
+            }
+        }
+    });
+    let long = "t".repeat(70);
+    let cut = "t".repeat(63);
+    client
+        .batch_execute(&format!("CREATE TABLE {long} (id INT)"))
+        .await
+        .expect("create a table with a long name");
+    let (code, message) = notices.recv().await.expect("a notice");
+    assert_eq!(code, SqlState::NAME_TOO_LONG);
+    assert_eq!(
+        message,
+        format!("identifier \"{long}\" will be truncated to \"{cut}\"")
+    );
+    client
+        .batch_execute(&format!("INSERT INTO {cut} VALUES (1)"))
+        .await
+        .expect("the table is found by its cut name");
+    let rows = client
+        .query(&format!("SELECT id FROM \"{long}\""), &[])
+        .await
+        .expect("and by its whole name, quoted, over the extended protocol");
+    assert_eq!(rows.len(), 1);
+    let names = client
+        .query(
+            "SELECT relname FROM pg_class WHERE relname LIKE 'ttt%'",
+            &[],
+        )
+        .await
+        .expect("pg_class");
+    let names: Vec<String> = names.iter().map(|r| r.get(0)).collect();
+    assert_eq!(names, [cut]);
+}

@@ -58,4 +58,7 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
 }
 
 pub use pipelines::Subscription;
-pub use sql::{parse, CopyFormat, CopyOptions, SqlError, Statement, TransactionEffect};
+pub use sql::{
+    parse, parse_noting_truncations, CopyFormat, CopyOptions, SqlError, Statement,
+    TransactionEffect,
+};

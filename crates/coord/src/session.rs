@@ -294,6 +294,21 @@ impl Session {
         self.fail_transaction();
     }
 
+    /// Tells the client that identifiers were cut to `max_identifier_length`, as PostgreSQL
+    /// does (42622, a NOTICE).
+    pub fn notice_truncations(&mut self, truncations: &[sql::TruncatedIdentifier]) {
+        for t in truncations {
+            self.notice(
+                "NOTICE",
+                "42622",
+                format!(
+                    "identifier \"{}\" will be truncated to \"{}\"",
+                    t.written, t.truncated
+                ),
+            );
+        }
+    }
+
     pub(crate) fn notice(
         &mut self,
         severity: &'static str,

@@ -292,7 +292,8 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statements = coord::parse(query).map_err(|e| to_pgwire(&e.into()))?;
+        let (statements, truncations) =
+            coord::parse_noting_truncations(query).map_err(|e| to_pgwire(&e.into()))?;
         let mut outcomes = Outcomes {
             responses: Vec::with_capacity(statements.len()),
             subscription: None,
@@ -302,6 +303,7 @@ impl Connection {
             return Ok(outcomes);
         }
         let mut session = lock_session(&self.coord, &self.session, client).await;
+        session.notice_truncations(&truncations);
         for statement in statements {
             let effect = statement.transaction_effect();
             let result = self.coord.execute(&mut session, statement).await;
@@ -381,7 +383,14 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = coord::parse(sql).map_err(|e| to_pgwire(&e.into()))?;
+        let (mut statements, truncations) =
+            coord::parse_noting_truncations(sql).map_err(|e| to_pgwire(&e.into()))?;
+        if !truncations.is_empty() {
+            // Sent with the statement's next messages: a Parse answers nothing else.
+            lock_session(&self.coord, &self.session, client)
+                .await
+                .notice_truncations(&truncations);
+        }
         let statement = match statements.len() {
             0 => return Ok(None),
             1 => statements.remove(0),

@@ -43,7 +43,9 @@ mod types;
 pub use error::SqlError;
 pub use lower::lower;
 pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
-pub use parse::{parse, parse_object_name};
+pub use parse::{
+    parse, parse_noting_truncations, parse_object_name, TruncatedIdentifier, MAX_IDENTIFIER_BYTES,
+};
 pub use planner::PlanContext;
 pub use point_query::PointQuery;
 pub use reg_types::RegKind;

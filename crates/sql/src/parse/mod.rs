@@ -33,10 +33,38 @@ use crate::SqlError;
 /// assert!(matches!(statements[1], sql::Statement::Select(_)));
 /// ```
 pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    parse_noting_truncations(sql).map(|(statements, _)| statements)
+}
+
+/// PostgreSQL's longest identifier, in bytes (`max_identifier_length`): longer ones are cut.
+pub const MAX_IDENTIFIER_BYTES: usize = 63;
+
+/// An identifier longer than [`MAX_IDENTIFIER_BYTES`], as written and as cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TruncatedIdentifier {
+    /// The identifier as the SQL text spells it.
+    pub written: String,
+    /// Its first [`MAX_IDENTIFIER_BYTES`] bytes (fewer if a character would be split).
+    pub truncated: String,
+}
+
+/// [`parse`], also telling which identifiers were cut to [`MAX_IDENTIFIER_BYTES`]: as in
+/// PostgreSQL's lexer, every identifier (quoted or not) is cut, so that a name always means
+/// the same object however long it is written.
+pub fn parse_noting_truncations(
+    sql: &str,
+) -> Result<(Vec<Statement>, Vec<TruncatedIdentifier>), SqlError> {
     let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, sql)
+    let mut tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
         .map_err(ParserError::from)?;
+    let truncations = tokens
+        .iter_mut()
+        .filter_map(|token| match &mut token.token {
+            Token::Word(word) => truncate_identifier(&mut word.value),
+            _ => None,
+        })
+        .collect();
     let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();
@@ -104,7 +132,24 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
         };
         statements.push(statement);
     }
-    Ok(statements)
+    Ok((statements, truncations))
+}
+
+/// Cuts `identifier` to [`MAX_IDENTIFIER_BYTES`] at a character boundary, if it is longer.
+fn truncate_identifier(identifier: &mut String) -> Option<TruncatedIdentifier> {
+    if identifier.len() <= MAX_IDENTIFIER_BYTES {
+        return None;
+    }
+    let end = (0..=MAX_IDENTIFIER_BYTES)
+        .rev()
+        .find(|i| identifier.is_char_boundary(*i))
+        .unwrap_or(0);
+    let written = identifier.clone();
+    identifier.truncate(end);
+    Some(TruncatedIdentifier {
+        written,
+        truncated: identifier.clone(),
+    })
 }
 
 /// `statement` with `EMIT ON WINDOW CLOSE`: only a materialized view takes it.
@@ -204,6 +249,30 @@ fn typed_subscribe_statement(statement: SubscribeStatement) -> Result<Statement,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_identifiers_are_cut_at_a_character_boundary() {
+        let long = "a".repeat(70);
+        let accented = format!("x{}", "é".repeat(40));
+        let sql = format!("SELECT {long} FROM \"{accented}\"");
+        let (statements, truncations) = parse_noting_truncations(&sql).unwrap();
+        assert_eq!(statements.len(), 1);
+        assert_eq!(
+            truncations,
+            [
+                TruncatedIdentifier {
+                    written: long.clone(),
+                    truncated: "a".repeat(63),
+                },
+                TruncatedIdentifier {
+                    written: accented.clone(),
+                    truncated: format!("x{}", "é".repeat(31)),
+                },
+            ]
+        );
+        let (_, none) = parse_noting_truncations("SELECT a FROM t").unwrap();
+        assert!(none.is_empty());
+    }
 
     #[test]
     fn mixes_fluxion_and_postgres_statements() {
