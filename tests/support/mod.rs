@@ -72,8 +72,7 @@ impl TestServer {
         let port = free_port();
         let http_port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log"))
-            .or_else(|_| std::fs::File::create("/dev/null"))
-            .expect("a log file");
+            .expect("a log file beside the data directory");
         let child = Command::new(env!("CARGO_BIN_EXE_fluxion"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -86,7 +85,11 @@ impl TestServer {
             .args(extra_args)
             .env(
                 "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+                // The harness reads the server's own "starting" line (see `wait_until_ready`).
+                format!(
+                    "{},fluxion=info",
+                    std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())
+                ),
             )
             .stdout(Stdio::null())
             .stderr(log)
@@ -103,10 +106,16 @@ impl TestServer {
 
     /// Waits until the server accepts connections; `Err` with its exit status if it exits
     /// first. Panics, with its log and its threads' stacks, if it does neither in 120 s.
+    ///
+    /// A port that answers is not enough: another test's server may have taken it between
+    /// `free_port` and this server's bind (this server then exits). The server logs
+    /// "starting" only once it holds both its ports.
     fn wait_until_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if self.holds_its_ports()
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
                 return Ok(());
             }
             if let Some(child) = &mut self.child {
@@ -124,6 +133,12 @@ impl TestServer {
             self.log_tail(60),
             self.thread_stacks(),
         );
+    }
+
+    /// Whether the server's log says it bound its ports.
+    fn holds_its_ports(&self) -> bool {
+        std::fs::read_to_string(self.log_path())
+            .is_ok_and(|log| log.contains(" fluxion: starting "))
     }
 
     /// The path of the server's log (stderr), beside its data directory.
