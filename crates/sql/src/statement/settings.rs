@@ -28,7 +28,7 @@ impl Set {
             ast::Set::SingleAssignment {
                 variable, values, ..
             } => {
-                let name = variable.to_string().to_lowercase();
+                let name = setting_name(&variable);
                 let value = values
                     .iter()
                     .map(setting_text)
@@ -54,6 +54,20 @@ impl Set {
             other => return Err(SqlError::Unsupported(format!("{other}"))),
         })
     }
+}
+
+/// A setting's name as PostgreSQL reads it: case-insensitive even when quoted
+/// (`SET "TimeZone"`), its parts joined by dots (`SET app.mode`).
+fn setting_name(variable: &ast::ObjectName) -> String {
+    variable
+        .0
+        .iter()
+        .map(|part| match part {
+            ast::ObjectNamePart::Identifier(ident) => ident.value.to_lowercase(),
+            other => other.to_string().to_lowercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// A SET value as text: strings without quotes, identifiers and numbers as written.
