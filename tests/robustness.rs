@@ -215,3 +215,31 @@ async fn long_identifiers_are_truncated_with_a_notice() {
     let names: Vec<String> = names.iter().map(|r| r.get(0)).collect();
     assert_eq!(names, [cut]);
 }
+
+/// A Bind that supplies fewer or more values than the statement has parameters is a protocol
+/// violation (08P01), as in PostgreSQL, not a NULL filled in; the connection stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bind_with_the_wrong_number_of_values_is_08p01() {
+    use support::wire::{bind_body, execute_body, parse_body, RawConnection};
+    let server = TestServer::start();
+    let mut connection = RawConnection::connect(server.port());
+    for values in [&["1"][..], &["1", "2", "3"][..]] {
+        connection.send(b'P', &parse_body("SELECT $1::int + $2::int"));
+        connection.send(b'B', &bind_body(values));
+        connection.send(b'E', &execute_body());
+        connection.send(b'S', &[]);
+        let messages = connection.read_until_ready();
+        let codes: Vec<String> = messages.iter().filter_map(|m| m.error_code()).collect();
+        assert_eq!(codes, ["08P01"], "{} values", values.len());
+    }
+    connection.send(b'P', &parse_body("SELECT $1::int + $2::int"));
+    connection.send(b'B', &bind_body(&["1", "2"]));
+    connection.send(b'E', &execute_body());
+    connection.send(b'S', &[]);
+    let messages = connection.read_until_ready();
+    let row = messages
+        .iter()
+        .find(|m| m.kind == b'D')
+        .expect("a data row");
+    assert_eq!(&row.body[row.body.len() - 1..], b"3");
+}

@@ -8,6 +8,7 @@ pub mod pg_text;
 pub mod postgres;
 pub mod query;
 pub mod sink_files;
+pub mod wire;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

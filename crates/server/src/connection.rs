@@ -572,7 +572,18 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let prepared = &portal.statement.statement;
-        let mut values = Vec::with_capacity(prepared.desc.parameters.len());
+        let required = prepared.desc.parameters.len();
+        if portal.parameters.len() != required {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "ERROR".into(),
+                "08P01".into(),
+                format!(
+                    "bind message supplies {} parameters, but prepared statement requires {required}",
+                    portal.parameters.len()
+                ),
+            ))));
+        }
+        let mut values = Vec::with_capacity(required);
         for (index, field) in prepared.desc.parameters.iter().enumerate() {
             let value = match portal.parameters.get(index).cloned().flatten() {
                 None => None,
