@@ -51,6 +51,9 @@ pub async fn serve_http(
     let app = Router::new()
         .route("/webhook/{schema}/{source}", post(webhook))
         .with_state(coord);
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT);
     let connections = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -66,10 +69,8 @@ pub async fn serve_http(
             },
             () = &mut shutdown => break,
         };
-        let connection = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection =
+            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         let connection = connections.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {

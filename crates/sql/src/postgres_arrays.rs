@@ -64,31 +64,25 @@ impl AnalyzerRule for UntypedLiteralComparisons {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         let is_candidate = |e: &Expr| text_literal_comparison(e).is_some();
         rewrite_expressions(plan, is_candidate, |e, schema| {
-            let Some((typed, literal, literal_on_right)) = text_literal_comparison(&e) else {
-                return Ok(Transformed::no(e));
-            };
-            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
-                return Ok(Transformed::no(e));
-            };
-            let value = match typed.get_type(schema) {
-                Ok(DataType::List(item)) => array_value(literal, item.data_type()),
-                Ok(DataType::Boolean) => boolean_value(literal),
-                _ => None,
-            };
-            let Some(value) = value else {
-                return Ok(Transformed::no(e));
-            };
-            let value = Expr::Literal(value, None);
-            let (left, right) = if literal_on_right {
-                (left.clone(), Box::new(value))
-            } else {
-                (Box::new(value), right.clone())
-            };
-            Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
-                left,
-                op: *op,
-                right,
-            })))
+            let typed_value = text_literal_comparison(&e).and_then(|(typed, literal, on_right)| {
+                let value = match typed.get_type(schema) {
+                    Ok(DataType::List(item)) => array_value(literal, item.data_type()),
+                    Ok(DataType::Boolean) => boolean_value(literal),
+                    _ => None,
+                }?;
+                Some((value, on_right))
+            });
+            Ok(match (typed_value, e) {
+                (Some((value, on_right)), Expr::BinaryExpr(mut comparison)) => {
+                    let literal = match on_right {
+                        true => &mut comparison.right,
+                        false => &mut comparison.left,
+                    };
+                    **literal = Expr::Literal(value, None);
+                    Transformed::yes(Expr::BinaryExpr(comparison))
+                }
+                (_, e) => Transformed::no(e),
+            })
         })
     }
 

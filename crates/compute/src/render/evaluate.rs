@@ -5,13 +5,14 @@
 //! batch). If the batch fails (one row divides by zero), the rows are evaluated one at a time
 //! so that only the failing rows are left out and reported.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::error::DataFusionError;
 use plan::ScalarExpr;
 use repr::{Row, RowCodec};
-use std::sync::Arc;
 
 /// The outcome of evaluating a batch: surviving rows with the index of the input row they
 /// came from, and the input rows that failed with their error.

@@ -226,8 +226,6 @@ impl<'s> RenderContext<'s, '_> {
         }
     }
 
-    /// Whether no row of `plan`'s collection is ever retracted: it is built from streams (which
-    /// only append) and constants by operators that never retract a row they emitted.
     /// The rows a reduction of `input` reads, and how they become its input: a Map/Filter
     /// under the reduction is fused into it (see [`reduce::ReduceInput`]).
     fn render_reduce_input(
@@ -255,6 +253,8 @@ impl<'s> RenderContext<'s, '_> {
         ))
     }
 
+    /// Whether no row of `plan`'s collection is ever retracted: it is built from streams (which
+    /// only append) and constants by operators that never retract a row they emitted.
     fn is_append_only(&self, plan: &Plan) -> bool {
         match plan {
             Plan::Get { id, .. } => self.streams.contains_key(id),
