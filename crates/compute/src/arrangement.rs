@@ -18,6 +18,7 @@ use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::{ContainerChunker, OffsetList};
 use repr::{Diff, GlobalId, Row, Timestamp};
 
+use crate::row_chunk::{RowChunk, RowChunkMerger};
 use crate::row_container::{RowContainer, RowRef};
 
 /// How batches keyed by rows are laid out: keys flat, values in `VC`, times and diffs (of
@@ -43,8 +44,13 @@ pub(crate) type FlatSpine<VC, R> = Spine<Rc<OrdValBatch<FlatLayout<VC, R>>>>;
 /// Seals `(key row, value row)` updates into flat batches.
 pub(crate) type RowBuilder = FlatBuilder<RowContainer, Row, Diff>;
 
-/// Sorts and consolidates `(key row, value row)` updates into flat batches.
-pub(crate) type RowBatcher = FlatBatcher<RowContainer, Row, Diff>;
+/// Sorts and consolidates `(key row, value row)` updates into flat batches, holding them in
+/// flat chunks with their keys' prefixes inline while it does (see `row_chunk`).
+pub(crate) type RowBatcher = MergeBatcher<
+    ContainerChunker<RowChunk>,
+    RowChunkMerger,
+    OrdValBuilder<FlatLayout<RowContainer, Diff>, RowChunk>,
+>;
 
 /// The trace type of every exported arrangement, and of the row-keyed ones inside dataflows
 /// (join inputs, reductions): keys and values both flat.

@@ -22,6 +22,7 @@ mod errors;
 mod frontier;
 mod peek;
 mod render;
+mod row_chunk;
 mod row_container;
 mod stream;
 mod subscribe;

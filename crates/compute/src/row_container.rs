@@ -9,11 +9,16 @@ use differential_dataflow::trace::implementations::{BatchContainer, OffsetList};
 use repr::Row;
 use timely::container::PushInto;
 
-/// A row borrowed from a [`RowContainer`] (or from a [`Row`]).
+/// A row borrowed from a [`RowContainer`] (or from a [`Row`], or a batcher's chunk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct RowRef<'a>(&'a [u8]);
 
 impl<'a> RowRef<'a> {
+    /// The row whose encoding is `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        RowRef(bytes)
+    }
+
     /// An owned copy of the row.
     pub fn to_row(self) -> Row {
         Row::from_bytes(self.0)
@@ -55,6 +60,12 @@ impl RowContainer {
 impl PushInto<Row> for RowContainer {
     fn push_into(&mut self, row: Row) {
         self.push_bytes(row.as_bytes());
+    }
+}
+
+impl PushInto<RowRef<'_>> for RowContainer {
+    fn push_into(&mut self, row: RowRef<'_>) {
+        self.push_bytes(row.0);
     }
 }
 
