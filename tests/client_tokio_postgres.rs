@@ -244,3 +244,39 @@ async fn null_parameters_and_results_of_every_type_are_null() {
     assert_eq!(row.get::<_, Option<serde_json::Value>>(4), None);
     assert_eq!(row.get::<_, Option<String>>(5), None);
 }
+
+/// `SHOW` names its column as PostgreSQL does (pgcli and JDBC read `TimeZone` by name), and a
+/// setting is read back under the name it was set by.
+#[tokio::test]
+async fn show_names_its_column_as_postgres_does() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    for (statement, column, value) in [
+        ("SHOW timezone", "TimeZone", "UTC"),
+        ("SHOW TIME ZONE", "TimeZone", "UTC"),
+        ("SHOW datestyle", "DateStyle", "ISO, MDY"),
+        (
+            "SHOW TRANSACTION ISOLATION LEVEL",
+            "transaction_isolation",
+            "serializable",
+        ),
+        ("SHOW work_mem", "work_mem", "64MB"),
+    ] {
+        if column == "work_mem" {
+            client
+                .batch_execute("SET work_mem = '64MB'")
+                .await
+                .expect("set");
+        }
+        let messages = client.simple_query(statement).await.expect(statement);
+        let row = messages
+            .iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{statement}: no row"));
+        assert_eq!(row.columns()[0].name(), column, "{statement}");
+        assert_eq!(row.get(0), Some(value), "{statement}");
+    }
+}

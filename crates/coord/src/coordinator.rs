@@ -201,7 +201,7 @@ impl Coordinator {
             }
             Statement::Drop(drop) => self.drop_objects(session, drop).await,
             Statement::Comment(comment) => self.comment_on(session, comment).await,
-            Statement::Begin => Ok(self.begin(session)),
+            Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,
             Statement::Rollback => Ok(self.rollback(session)),
             Statement::Savepoint(name) => self.savepoint(session, name),

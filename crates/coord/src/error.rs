@@ -85,6 +85,14 @@ pub enum CoordError {
     /// A source's connector refused its options or columns.
     #[error("{0}")]
     InvalidSourceOption(String),
+    /// `SET` of a value the setting does not take.
+    #[error("invalid value for parameter \"{name}\": \"{value}\"")]
+    InvalidParameterValue {
+        /// The setting.
+        name: String,
+        /// The value refused.
+        value: String,
+    },
     /// A read or subscription asked for a time whose history is no longer kept.
     #[error("{0}")]
     HistoryUnavailable(String),

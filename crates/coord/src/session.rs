@@ -129,6 +129,20 @@ pub const REPORTED_SETTINGS: &[&str] = &[
     "TimeZone",
 ];
 
+/// The isolation level of the transaction a statement runs in.
+pub(crate) const TRANSACTION_ISOLATION: &str = "transaction_isolation";
+
+/// The isolation level of transactions that do not name one.
+pub(crate) const DEFAULT_TRANSACTION_ISOLATION: &str = "default_transaction_isolation";
+
+/// The isolation levels PostgreSQL accepts, in its words.
+pub(crate) const ISOLATION_LEVELS: &[&str] = &[
+    "serializable",
+    "repeatable read",
+    "read committed",
+    "read uncommitted",
+];
+
 /// Settings every session starts with, as PostgreSQL 15 reports them.
 pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("application_name", ""),

@@ -12,7 +12,9 @@ use crate::ddl::item_kind;
 use crate::error::CoordError;
 use crate::postgres_settings::is_known_setting;
 use crate::response::ExecuteResponse;
-use crate::session::Session;
+use crate::session::{
+    Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS, TRANSACTION_ISOLATION,
+};
 
 /// A response of text columns.
 pub(crate) fn text_rows(columns: &[&str], rows: Vec<Vec<String>>) -> ExecuteResponse {
@@ -85,20 +87,35 @@ impl Coordinator {
         session: &mut Session,
         set: Set,
     ) -> Result<ExecuteResponse, CoordError> {
-        if let Set::Variable { name, value } = set {
-            if !is_known_setting(&name) {
-                return Err(CoordError::unknown("configuration parameter", name));
+        match set {
+            Set::Variable { name, value } => {
+                if !is_known_setting(&name) {
+                    return Err(CoordError::unknown("configuration parameter", name));
+                }
+                let value = if value.eq_ignore_ascii_case("default") {
+                    crate::session::DEFAULT_SETTINGS
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, v)| v.to_string())
+                        .unwrap_or_default()
+                } else {
+                    value
+                };
+                match name.as_str() {
+                    TRANSACTION_ISOLATION => {
+                        set_isolation(session, isolation_level(&name, &value)?, false)
+                    }
+                    DEFAULT_TRANSACTION_ISOLATION => {
+                        set_isolation(session, isolation_level(&name, &value)?, true)
+                    }
+                    _ => session.set_variable(&name, value),
+                }
             }
-            let value = if value.eq_ignore_ascii_case("default") {
-                crate::session::DEFAULT_SETTINGS
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| v.to_string())
-                    .unwrap_or_default()
-            } else {
-                value
-            };
-            session.set_variable(&name, value);
+            Set::TransactionIsolation {
+                level,
+                session: all,
+            } => set_isolation(session, level, all),
+            Set::Ignored => {}
         }
         Ok(ExecuteResponse::command("SET"))
     }
@@ -120,15 +137,12 @@ impl Coordinator {
                     .map(|(k, v)| vec![k.clone(), v.clone()])
                     .collect(),
             )),
-            "transaction isolation level" => Ok(text_rows(
-                &["transaction_isolation"],
-                vec![vec![session
-                    .variable("transaction_isolation")
-                    .unwrap_or_default()
-                    .to_string()]],
-            )),
+            "transaction isolation level" => self.show_variable(session, TRANSACTION_ISOLATION),
             other => match session.variable(other) {
-                Some(value) => Ok(text_rows(&[other], vec![vec![value.to_string()]])),
+                Some(value) => Ok(text_rows(
+                    &[reported_name(other)],
+                    vec![vec![value.to_string()]],
+                )),
                 None => Err(CoordError::unknown("configuration parameter", other)),
             },
         }
@@ -174,5 +188,49 @@ impl Coordinator {
             &["QUERY PLAN"],
             text.lines().map(|l| vec![l.to_string()]).collect(),
         ))
+    }
+}
+
+/// Sets the isolation level of the session's transactions (`all`) or of the open block. As
+/// in PostgreSQL, the block's level outside a block is only a warning; every level runs
+/// serializable, which each of them allows.
+fn set_isolation(session: &mut Session, level: String, all: bool) {
+    let in_block = !matches!(session.transaction, Transaction::Idle);
+    if all {
+        session.set_variable(DEFAULT_TRANSACTION_ISOLATION, level.clone());
+        if !in_block {
+            session.set_variable(TRANSACTION_ISOLATION, level);
+        }
+    } else if in_block {
+        session.set_variable(TRANSACTION_ISOLATION, level);
+    } else {
+        session.notice(
+            "WARNING",
+            "25P01",
+            "SET TRANSACTION can only be used in transaction blocks",
+        );
+    }
+}
+
+/// `value` as an isolation level for setting `name`, in PostgreSQL's words.
+fn isolation_level(name: &str, value: &str) -> Result<String, CoordError> {
+    let level = value.trim().to_lowercase();
+    match ISOLATION_LEVELS.contains(&level.as_str()) {
+        true => Ok(level),
+        false => Err(CoordError::InvalidParameterValue {
+            name: name.to_string(),
+            value: value.to_string(),
+        }),
+    }
+}
+
+/// The name PostgreSQL gives setting `name` as a column of `SHOW` (`TimeZone` for
+/// `timezone`): its spelling in `pg_settings`.
+fn reported_name(name: &str) -> &str {
+    match name {
+        "timezone" => "TimeZone",
+        "datestyle" => "DateStyle",
+        "intervalstyle" => "IntervalStyle",
+        other => other,
     }
 }

@@ -9,13 +9,25 @@ use crate::commit::ReadCheck;
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
-use crate::session::{Savepoint, Session, Transaction, TransactionBlock};
+use crate::session::{
+    Savepoint, Session, Transaction, TransactionBlock, DEFAULT_TRANSACTION_ISOLATION,
+    TRANSACTION_ISOLATION,
+};
 
 impl Coordinator {
-    pub(crate) fn begin(&self, session: &mut Session) -> ExecuteResponse {
+    /// `BEGIN [ISOLATION LEVEL …]`. Every level runs serializable, which each of them allows;
+    /// the one named is what `SHOW transaction_isolation` says until the block ends.
+    pub(crate) fn begin(
+        &self,
+        session: &mut Session,
+        isolation: Option<String>,
+    ) -> ExecuteResponse {
         match session.transaction {
             Transaction::Idle => {
-                session.transaction = Transaction::Block(TransactionBlock::default())
+                session.transaction = Transaction::Block(TransactionBlock::default());
+                if let Some(level) = isolation {
+                    session.set_variable(TRANSACTION_ISOLATION, level);
+                }
             }
             _ => session.notice(
                 "WARNING",
@@ -131,4 +143,9 @@ fn savepoint_position(block: &TransactionBlock, name: &str) -> Result<usize, Coo
 /// Closes the cursors that end with their transaction.
 fn end_block(session: &mut Session) {
     session.cursors.retain(|_, cursor| cursor.with_hold);
+    let default = session
+        .variable(DEFAULT_TRANSACTION_ISOLATION)
+        .unwrap_or_default()
+        .to_string();
+    session.set_variable(TRANSACTION_ISOLATION, default);
 }

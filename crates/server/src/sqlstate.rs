@@ -19,7 +19,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::NoTransaction(_) => "25P01",
         CoordError::NoSchemaSelected => "3F000",
         CoordError::SerializationFailure(_) | CoordError::WriteConflict { .. } => "40001",
-        CoordError::InvalidSourceOption(_) => "22023",
+        CoordError::InvalidSourceOption(_) | CoordError::InvalidParameterValue { .. } => "22023",
         CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",

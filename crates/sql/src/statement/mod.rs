@@ -72,8 +72,12 @@ pub enum Statement {
     Drop(Drop),
     /// `COMMENT ON`.
     Comment(Comment),
-    /// `BEGIN` / `START TRANSACTION`.
-    Begin,
+    /// `BEGIN` / `START TRANSACTION`, with the isolation level it names (in PostgreSQL's
+    /// words), if any.
+    Begin {
+        /// `ISOLATION LEVEL …`.
+        isolation: Option<String>,
+    },
     /// `COMMIT` / `END`.
     Commit,
     /// `ROLLBACK` / `ABORT`.
@@ -128,7 +132,7 @@ impl Statement {
     /// What the statement does to the transaction block it runs in.
     pub fn transaction_effect(&self) -> TransactionEffect {
         match self {
-            Statement::Begin => TransactionEffect::Begin,
+            Statement::Begin { .. } => TransactionEffect::Begin,
             Statement::Commit | Statement::Rollback => TransactionEffect::End,
             _ => TransactionEffect::None,
         }
@@ -186,7 +190,9 @@ impl Statement {
                 comment,
                 ..
             } => Statement::Comment(Comment::from_sql(object_type, &object_name, comment)?),
-            S::StartTransaction { .. } => Statement::Begin,
+            S::StartTransaction { modes, .. } => Statement::Begin {
+                isolation: settings::isolation_level(&modes),
+            },
             S::Commit { .. } => Statement::Commit,
             S::Rollback {
                 savepoint: None, ..
@@ -256,7 +262,7 @@ impl fmt::Display for Statement {
             Statement::CreateSubscription(_) => "CREATE SUBSCRIPTION",
             Statement::Drop(_) => "DROP",
             Statement::Comment(_) => "COMMENT",
-            Statement::Begin => "BEGIN",
+            Statement::Begin { .. } => "BEGIN",
             Statement::Commit => "COMMIT",
             Statement::Rollback | Statement::RollbackToSavepoint(_) => "ROLLBACK",
             Statement::Savepoint(_) => "SAVEPOINT",

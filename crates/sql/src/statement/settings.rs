@@ -18,7 +18,16 @@ pub enum Set {
         /// The value as text.
         value: String,
     },
-    /// `SET TRANSACTION …`, `SET SESSION CHARACTERISTICS …`: accepted, changes nothing.
+    /// `SET TRANSACTION ISOLATION LEVEL …` (for the transaction block) or `SET SESSION
+    /// CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL …` (for the session's transactions).
+    TransactionIsolation {
+        /// The level in PostgreSQL's words (`read committed`).
+        level: String,
+        /// Whether it is the session's default rather than the block's.
+        session: bool,
+    },
+    /// `SET TRANSACTION` or `SET SESSION CHARACTERISTICS` without an isolation level:
+    /// accepted, changes nothing.
     Ignored,
 }
 
@@ -46,7 +55,11 @@ impl Set {
                 name: "timezone".into(),
                 value: setting_text(&value),
             },
-            ast::Set::SetTransaction { .. } | ast::Set::SetSessionParam(_) => Set::Ignored,
+            ast::Set::SetTransaction { modes, session, .. } => match isolation_level(&modes) {
+                Some(level) => Set::TransactionIsolation { level, session },
+                None => Set::Ignored,
+            },
+            ast::Set::SetSessionParam(_) => Set::Ignored,
             ast::Set::SetNames { charset_name, .. } => Set::Variable {
                 name: "client_encoding".into(),
                 value: charset_name.to_string(),
@@ -54,6 +67,24 @@ impl Set {
             other => return Err(SqlError::Unsupported(format!("{other}"))),
         })
     }
+}
+
+/// The isolation level among transaction modes, in PostgreSQL's words (`repeatable read`).
+/// Every level runs serializable here, which each of them allows.
+pub(crate) fn isolation_level(modes: &[ast::TransactionMode]) -> Option<String> {
+    modes.iter().rev().find_map(|mode| match mode {
+        ast::TransactionMode::IsolationLevel(level) => Some(
+            match level {
+                ast::TransactionIsolationLevel::ReadUncommitted => "read uncommitted",
+                ast::TransactionIsolationLevel::ReadCommitted => "read committed",
+                ast::TransactionIsolationLevel::RepeatableRead => "repeatable read",
+                ast::TransactionIsolationLevel::Serializable
+                | ast::TransactionIsolationLevel::Snapshot => "serializable",
+            }
+            .to_string(),
+        ),
+        ast::TransactionMode::AccessMode(_) => None,
+    })
 }
 
 /// A setting's name as PostgreSQL reads it: case-insensitive even when quoted
