@@ -28,6 +28,7 @@ mod planner;
 mod point_query;
 mod postgres_arrays;
 mod postgres_timestamp_text;
+mod postgres_integers;
 mod postgres_to_char;
 mod postgres_types;
 mod reg_types;

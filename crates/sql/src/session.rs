@@ -50,6 +50,7 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_timestamp_text::TimestampTextCasts));
     let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
+    analyzer_rules.push(Arc::new(crate::postgres_integers::CheckedIntegerArithmetic));
         vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];
     expr_planners.extend(SessionStateDefaults::default_expr_planners());
     let mut state = SessionStateBuilder::new()
