@@ -407,24 +407,68 @@ fn distinct_query(rng: &mut StdRng, tables: &[Table]) -> Query {
     query
 }
 
-/// `q1 {UNION ALL | UNION | INTERSECT | EXCEPT} q2 [… q3]` over one column signature.
+/// `q1 {UNION ALL | UNION | INTERSECT | EXCEPT} q2 [… q3]` over one column signature, or
+/// `q1 {INTERSECT ALL | EXCEPT ALL} q2`. DataFusion computes the last two as semi and anti
+/// joins (wrong duplicates), so the oracle counts each side's copies instead (see
+/// [`bag_oracle_sql`]).
 fn set_operation(rng: &mut StdRng, tables: &[Table]) -> Query {
     let signature: Vec<Kind> = (0..rng.random_range(1..=2))
         .map(|_| *[Kind::Int, Kind::Int, Kind::Text].choose(rng).unwrap())
         .collect();
-    let op = ["UNION ALL", "UNION", "INTERSECT", "EXCEPT"]
-        .choose(rng)
-        .unwrap();
-    let arms = if rng.random_bool(0.2) { 3 } else { 2 };
-    let sql = (0..arms)
+    let op = *[
+        "UNION ALL",
+        "UNION",
+        "INTERSECT",
+        "EXCEPT",
+        "INTERSECT ALL",
+        "EXCEPT ALL",
+    ]
+    .choose(rng)
+    .unwrap();
+    let bag = matches!(op, "INTERSECT ALL" | "EXCEPT ALL");
+    let arms: Vec<String> = (0..if !bag && rng.random_bool(0.2) { 3 } else { 2 })
         .map(|_| set_operation_arm(rng, tables, &signature))
-        .collect::<Vec<_>>()
-        .join(&format!(" {op} "));
+        .collect();
     Query {
-        sql,
-        oracle_sql: None,
+        sql: arms.join(&format!(" {op} ")),
+        oracle_sql: bag.then(|| bag_oracle_sql(op, &arms[0], &arms[1], signature.len())),
         outputs: signature.into_iter().map(Some).collect(),
     }
+}
+
+/// `left INTERSECT ALL right` (`min(m, n)` copies of a row that `left` has `m` times and
+/// `right` `n` times) or `left EXCEPT ALL right` (`max(m - n, 0)` copies), computed from the
+/// two sides' counts per row.
+fn bag_oracle_sql(op: &str, left: &str, right: &str, width: usize) -> String {
+    let columns: Vec<String> = (0..width).map(|i| format!("o{i}")).collect();
+    let list = columns.join(", ");
+    let qualified = |side: &str| {
+        columns
+            .iter()
+            .map(|c| format!("{side}.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let counted = |arm: &str, name: &str| {
+        format!(
+            "(SELECT {list}, count(*) AS n FROM ({arm}) AS {name}_rows GROUP BY {list}) AS {name}"
+        )
+    };
+    let same_row = columns
+        .iter()
+        .map(|c| format!("(l.{c} IS NOT DISTINCT FROM r.{c})"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let (join, copies) = match op {
+        "INTERSECT ALL" => ("JOIN", "least(l.n, r.n)"),
+        _ => ("LEFT JOIN", "l.n - COALESCE(r.n, 0)"),
+    };
+    format!(
+        "SELECT {list} FROM (SELECT {}, unnest(generate_series(1, {copies})) AS copy FROM {} {join} {} ON {same_row}) AS bag",
+        qualified("l"),
+        counted(left, "l"),
+        counted(right, "r"),
+    )
 }
 
 /// One side of a set operation: integers are cast to bigint so every side has one type.

@@ -14,6 +14,7 @@
 //! This crate is the only one that knows sqlparser: nothing of its syntax tree leaves it. It
 //! knows nothing of dataflow execution, storage, sessions or the wire protocol.
 
+mod bag_set_operations;
 mod bind;
 pub mod catalog;
 pub mod correlated_subqueries;
@@ -27,8 +28,8 @@ mod parse;
 mod planner;
 mod point_query;
 mod postgres_arrays;
-mod postgres_timestamp_text;
 mod postgres_integers;
+mod postgres_timestamp_text;
 mod postgres_to_char;
 mod postgres_types;
 mod reg_types;

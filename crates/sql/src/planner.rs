@@ -12,7 +12,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
 
-use crate::rewrite::checks::reject_bag_set_operations;
+use crate::rewrite::checks::mark_bag_set_operations;
 use crate::rewrite::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::rewrite::qualify::qualify_relations;
 use crate::rewrite::windows::rewrite_window_functions;
@@ -42,7 +42,6 @@ impl<'a> PlanContext<'a> {
         mut statement: ast::Statement,
         target: Target,
     ) -> Result<LogicalPlan, SqlError> {
-        reject_bag_set_operations(&statement)?;
         self.prepare(&mut statement, target)?;
         self.plan_prepared(statement).await
     }
@@ -66,6 +65,7 @@ impl<'a> PlanContext<'a> {
         target: Target,
     ) -> Result<(), SqlError> {
         rewrite_window_functions(statement)?;
+        mark_bag_set_operations(statement);
         qualify_relations(statement, &|name| self.schema_of(name));
         let aggregates = self.state.aggregate_functions();
         let windows = self.state.window_functions();

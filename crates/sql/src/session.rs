@@ -39,18 +39,19 @@ pub fn config() -> SessionConfig {
 /// A session state with Postgres-like configuration whose default catalog is `catalog`.
 pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
-    analyzer_rules.insert(0, Arc::new(crate::postgres_types::SumBigintAsNumeric));
-    analyzer_rules.insert(1, Arc::new(crate::postgres_types::RoundingIntegerCasts));
+    analyzer_rules.insert(0, Arc::new(crate::bag_set_operations::BagSetOperations));
+    analyzer_rules.insert(1, Arc::new(crate::postgres_types::SumBigintAsNumeric));
+    analyzer_rules.insert(2, Arc::new(crate::postgres_types::RoundingIntegerCasts));
     for (position, rule) in crate::postgres_arrays::analyzer_rules()
         .into_iter()
         .enumerate()
     {
-        analyzer_rules.insert(2 + position, rule);
+        analyzer_rules.insert(3 + position, rule);
     }
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_timestamp_text::TimestampTextCasts));
-    let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
     analyzer_rules.push(Arc::new(crate::postgres_integers::CheckedIntegerArithmetic));
+    let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
         vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];
     expr_planners.extend(SessionStateDefaults::default_expr_planners());
     let mut state = SessionStateBuilder::new()

@@ -5,36 +5,34 @@ use std::ops::ControlFlow;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::sql::sqlparser::ast::{
-    Expr, Ident, Insert, ObjectName, Query, SetExpr, SetOperator, SetQuantifier, Statement, Value,
-    ValueWithSpan, Visit, Visitor,
+    Expr, Ident, Insert, ObjectName, Query, SelectItem, SetExpr, SetOperator, SetQuantifier,
+    Statement, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
+use crate::bag_set_operations::{BAG_LEFT, BAG_RIGHT};
 use crate::literals::{normalize_string_literal, Temporal};
 use crate::statement::InsertTarget;
 use crate::SqlError;
 
-/// Refuses `INTERSECT ALL` and `EXCEPT ALL`: DataFusion computes them as semi and anti joins,
-/// which keep the wrong number of duplicates (Postgres keeps min(m, n) and max(m - n, 0)).
-pub(crate) fn reject_bag_set_operations(statement: &Statement) -> Result<(), SqlError> {
-    struct BagSetOperations;
-    impl Visitor for BagSetOperations {
-        type Break = &'static str;
-        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<Self::Break> {
-            find_bag_operation(&query.body)
+/// Marks the operands of every `INTERSECT ALL` and `EXCEPT ALL` for
+/// [`crate::bag_set_operations`], which gives them PostgreSQL's duplicates: each operand
+/// becomes `SELECT * FROM (operand) AS __bag_left` (or `__bag_right`). Marking twice changes
+/// nothing.
+pub(crate) fn mark_bag_set_operations(statement: &mut Statement) {
+    struct Marker;
+    impl VisitorMut for Marker {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            mark_operands(&mut query.body);
+            ControlFlow::Continue(())
         }
     }
-    match statement.visit(&mut BagSetOperations) {
-        ControlFlow::Break(operation) => Err(SqlError::Unsupported(format!(
-            "{operation} is not supported yet; use {} without ALL, or UNION ALL",
-            operation.trim_end_matches(" ALL")
-        ))),
-        ControlFlow::Continue(()) => Ok(()),
-    }
+    let _ = statement.visit(&mut Marker);
 }
 
-fn find_bag_operation(body: &SetExpr) -> ControlFlow<&'static str> {
+fn mark_operands(body: &mut SetExpr) {
     if let SetExpr::SetOperation {
         left,
         op,
@@ -42,21 +40,61 @@ fn find_bag_operation(body: &SetExpr) -> ControlFlow<&'static str> {
         right,
     } = body
     {
+        mark_operands(left);
+        mark_operands(right);
         let all = matches!(
             set_quantifier,
             SetQuantifier::All | SetQuantifier::AllByName
         );
-        match op {
-            SetOperator::Intersect if all => return ControlFlow::Break("INTERSECT ALL"),
-            SetOperator::Except | SetOperator::Minus if all => {
-                return ControlFlow::Break("EXCEPT ALL")
-            }
-            _ => {}
+        if all
+            && matches!(
+                op,
+                SetOperator::Intersect | SetOperator::Except | SetOperator::Minus
+            )
+        {
+            mark(left, BAG_LEFT);
+            mark(right, BAG_RIGHT);
         }
-        find_bag_operation(left)?;
-        find_bag_operation(right)?;
     }
-    ControlFlow::Continue(())
+}
+
+/// Replaces `operand` with `SELECT * FROM (operand) AS alias`, unless it is that already.
+fn mark(operand: &mut Box<SetExpr>, alias: &str) {
+    if marked_as(operand).is_some_and(|marked| marked == alias) {
+        return;
+    }
+    let template = format!("SELECT * FROM (SELECT 1) AS {alias}");
+    let Ok(Statement::Query(mut wrapper)) = Parser::parse_sql(&PostgreSqlDialect {}, &template)
+        .map(|mut statements| statements.remove(0))
+    else {
+        return;
+    };
+    let SetExpr::Select(select) = wrapper.body.as_mut() else {
+        return;
+    };
+    let Some(TableFactor::Derived { subquery, .. }) =
+        select.from.first_mut().map(|from| &mut from.relation)
+    else {
+        return;
+    };
+    std::mem::swap(subquery.body.as_mut(), operand.as_mut());
+    std::mem::swap(operand, &mut wrapper.body);
+}
+
+/// The alias of `SELECT * FROM (…) AS alias`, if `operand` has that shape.
+fn marked_as(operand: &SetExpr) -> Option<&str> {
+    let SetExpr::Select(select) = operand else {
+        return None;
+    };
+    match (select.projection.as_slice(), select.from.as_slice()) {
+        ([SelectItem::Wildcard(_)], [from]) if from.joins.is_empty() => match &from.relation {
+            TableFactor::Derived {
+                alias: Some(alias), ..
+            } => Some(alias.name.value.as_str()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Gives an INSERT Postgres's shape: `VALUES` rows shorter than the table fill the leading
@@ -185,15 +223,26 @@ mod tests {
     }
 
     #[test]
-    fn bag_set_operations_are_refused_anywhere_in_a_statement() {
-        assert!(reject_bag_set_operations(&parse("SELECT 1 INTERSECT ALL SELECT 1")).is_err());
-        assert!(reject_bag_set_operations(&parse(
-            "SELECT * FROM (SELECT a FROM t EXCEPT ALL SELECT a FROM u) s"
-        ))
-        .is_err());
-        assert!(reject_bag_set_operations(&parse(
+    fn bag_set_operations_are_marked_anywhere_in_a_statement_once() {
+        let marked = |sql: &str| {
+            let mut statement = parse(sql);
+            mark_bag_set_operations(&mut statement);
+            statement.to_string()
+        };
+        assert_eq!(
+            marked("SELECT 1 INTERSECT ALL SELECT 2"),
+            "SELECT * FROM (SELECT 1) AS __bag_left INTERSECT ALL SELECT * FROM (SELECT 2) AS __bag_right"
+        );
+        let nested = marked("SELECT * FROM (SELECT a FROM t EXCEPT ALL SELECT a FROM u) s");
+        assert!(
+            nested.contains("(SELECT a FROM t) AS __bag_left EXCEPT ALL"),
+            "{nested}"
+        );
+        let twice = marked(&marked("SELECT 1 EXCEPT ALL SELECT 2 EXCEPT ALL SELECT 3"));
+        assert_eq!(twice.matches("__bag_left").count(), 2, "{twice}");
+        assert_eq!(
+            marked("SELECT 1 INTERSECT SELECT 1 UNION ALL SELECT 2"),
             "SELECT 1 INTERSECT SELECT 1 UNION ALL SELECT 2"
-        ))
-        .is_ok());
+        );
     }
 }

@@ -261,7 +261,6 @@ impl CreateView {
     /// path and its PostgreSQL syntax rewritten (a stored view is planned as it is).
     pub fn prepare(&mut self, ctx: &PlanContext<'_>) -> Result<(), SqlError> {
         let mut statement = ast::Statement::CreateView(self.create.clone());
-        crate::rewrite::checks::reject_bag_set_operations(&statement)?;
         ctx.prepare(&mut statement, Target::View)?;
         if let ast::Statement::CreateView(create) = statement {
             self.create = create;
