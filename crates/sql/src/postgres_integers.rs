@@ -185,17 +185,9 @@ fn out_of_range(integer_type: &DataType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use datafusion::prelude::SessionContext;
-    use std::sync::Arc;
 
     async fn run(sql: &str) -> std::result::Result<String, String> {
-        let catalog = datafusion::catalog::MemoryCatalogProvider::new();
-        datafusion::catalog::CatalogProvider::register_schema(
-            &catalog,
-            "public",
-            Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
-        )
-        .unwrap();
-        let context = SessionContext::new_with_state(crate::session::new_state(Arc::new(catalog)));
+        let context = SessionContext::new_with_state(crate::session::empty_state());
         let batches = async { context.sql(sql).await?.collect().await }
             .await
             .map_err(|e| e.to_string())?;

@@ -144,15 +144,7 @@ mod tests {
     use datafusion::prelude::SessionContext;
 
     async fn sum_type(expression: &str) -> DataType {
-        let catalog = datafusion::catalog::MemoryCatalogProvider::new();
-        datafusion::catalog::CatalogProvider::register_schema(
-            &catalog,
-            "public",
-            Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
-        )
-        .unwrap();
-        let state = crate::session::new_state(Arc::new(catalog));
-        let context = SessionContext::new_with_state(state);
+        let context = SessionContext::new_with_state(crate::session::empty_state());
         let schema = Arc::new(Schema::new(vec![
             Field::new("i", DataType::Int32, true),
             Field::new("b", DataType::Int64, true),

@@ -80,3 +80,15 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
         .register_catalog(DATABASE.to_string(), catalog);
     state
 }
+
+/// A session state over an empty `public` schema, for tests of the planning rules.
+#[cfg(test)]
+pub(crate) fn empty_state() -> SessionState {
+    let catalog = datafusion::catalog::MemoryCatalogProvider::new();
+    let _ = datafusion::catalog::CatalogProvider::register_schema(
+        &catalog,
+        DEFAULT_SCHEMA,
+        Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
+    );
+    new_state(Arc::new(catalog))
+}
