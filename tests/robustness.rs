@@ -125,30 +125,121 @@ async fn a_client_that_disconnects_mid_query_does_not_disturb_others() {
     assert_eq!(row.get::<_, i64>(0), 2000);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_stops_a_running_query_and_keeps_the_connection() {
-    let server = TestServer::start();
+/// A three-way join over 3,000 numbers that finds no match: it would compute for minutes.
+const ENDLESS_JOIN: &str = "SELECT count(*) FROM n a, n b, n c WHERE a.v + b.v + c.v < 0";
+
+/// A session on `server` with the table `n` that [`ENDLESS_JOIN`] reads.
+async fn session_with_numbers(server: &TestServer) -> tokio_postgres::Client {
     let client = server.connect().await;
     client
         .batch_execute("CREATE TABLE n (v BIGINT); INSERT INTO n SELECT value FROM generate_series(1, 3000) AS s(value)")
         .await
         .expect("setup");
+    client
+}
+
+/// Sends a CancelRequest for whatever `client` runs 300 ms from now.
+fn cancel_soon(
+    client: &tokio_postgres::Client,
+) -> tokio::task::JoinHandle<Result<(), tokio_postgres::Error>> {
     let token = client.cancel_token();
-    let canceller = tokio::spawn(async move {
+    tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         token.cancel_query(tokio_postgres::NoTls).await
-    });
-    let error = client
-        .simple_query("SELECT count(*) FROM n a, n b, n c WHERE a.v + b.v + c.v < 0")
+    })
+}
+
+/// CancelRequest stops a running query over either protocol, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_running_query_and_keeps_the_connection() {
+    let server = TestServer::start();
+    let client = session_with_numbers(&server).await;
+    let canceller = cancel_soon(&client);
+    let simple = client
+        .simple_query(ENDLESS_JOIN)
         .await
         .expect_err("the query is cancelled");
-    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED));
+    assert_eq!(simple.code(), Some(&SqlState::QUERY_CANCELED));
+    canceller.await.expect("join").expect("cancel request sent");
+    let canceller = cancel_soon(&client);
+    let extended = client
+        .query(ENDLESS_JOIN, &[])
+        .await
+        .expect_err("the prepared query is cancelled");
+    assert_eq!(extended.code(), Some(&SqlState::QUERY_CANCELED));
     canceller.await.expect("join").expect("cancel request sent");
     let row = client
         .query_one("SELECT count(*) FROM n", &[])
         .await
         .expect("still usable");
     assert_eq!(row.get::<_, i64>(0), 3000);
+}
+
+/// `statement_timeout` cancels a query that runs longer (57014), over both protocols, shows
+/// as PostgreSQL shows it, and refuses a value that is not a duration (22023); the server
+/// goes on serving while the cancelled joins compute to their next yield.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_cancels_a_long_query() {
+    let server = TestServer::start();
+    let client = session_with_numbers(&server).await;
+    client
+        .batch_execute("SET statement_timeout = 300")
+        .await
+        .expect("set");
+    let shown = client
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .expect("show");
+    assert_eq!(shown.get::<_, String>(0), "300ms");
+    let started = std::time::Instant::now();
+    let simple = client
+        .simple_query(ENDLESS_JOIN)
+        .await
+        .expect_err("timed out");
+    assert_eq!(simple.code(), Some(&SqlState::QUERY_CANCELED));
+    let message = simple.as_db_error().map(|e| e.message().to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some("canceling statement due to statement timeout")
+    );
+    let again = client
+        .simple_query(ENDLESS_JOIN)
+        .await
+        .expect_err("timed out");
+    assert_eq!(again.code(), Some(&SqlState::QUERY_CANCELED));
+    let extended = client
+        .query(ENDLESS_JOIN, &[])
+        .await
+        .expect_err("timed out");
+    assert_eq!(extended.code(), Some(&SqlState::QUERY_CANCELED));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "each stopped at the limit, not at the end of the query ({:?})",
+        started.elapsed()
+    );
+    // The timed-out joins compute on until DataFusion's next yield, on the query threads; the
+    // session and the server answer meanwhile.
+    let other = server.connect().await;
+    other
+        .batch_execute(
+            "CREATE TABLE k (id BIGINT PRIMARY KEY, v TEXT); INSERT INTO k VALUES (1, 'a')",
+        )
+        .await
+        .expect("another session writes");
+    let point = other
+        .query_one("SELECT v FROM k WHERE id = 1", &[])
+        .await
+        .expect("a point read");
+    assert_eq!(point.get::<_, String>(0), "a");
+    let refused = client
+        .batch_execute("SET statement_timeout = 'soon'")
+        .await
+        .expect_err("not a duration");
+    assert_eq!(refused.code(), Some(&SqlState::INVALID_PARAMETER_VALUE));
+    client
+        .batch_execute("SET statement_timeout = 0")
+        .await
+        .expect("off");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

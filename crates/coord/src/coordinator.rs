@@ -15,7 +15,8 @@ use crate::commit::CommitEffects;
 use crate::error::CoordError;
 use crate::in_flight::InFlightCommits;
 use crate::response::ExecuteResponse;
-use crate::session::Session;
+use crate::session::{Session, STATEMENT_TIMEOUT};
+use crate::statement_timeout;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
@@ -158,14 +159,24 @@ impl Coordinator {
         self.compute.shutdown();
     }
 
-    /// Executes one statement.
+    /// Executes one statement; a query or a write that runs longer than the session's
+    /// `statement_timeout` is cancelled (57014).
     pub async fn execute(
         &self,
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
         session.check_not_failed(&statement)?;
-        let result = self.dispatch(session, statement).await;
+        let limit = session
+            .variable(STATEMENT_TIMEOUT)
+            .and_then(statement_timeout::parse)
+            .filter(|limit| !limit.is_zero() && statement_timeout::applies_to(&statement));
+        let result = match limit {
+            Some(limit) => tokio::time::timeout(limit, self.dispatch(session, statement))
+                .await
+                .unwrap_or(Err(CoordError::StatementTimeout)),
+            None => self.dispatch(session, statement).await,
+        };
         if result.is_err() {
             session.fail_transaction();
         }

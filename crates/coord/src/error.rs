@@ -85,6 +85,9 @@ pub enum CoordError {
     /// A source's connector refused its options or columns.
     #[error("{0}")]
     InvalidSourceOption(String),
+    /// A statement ran longer than the session's `statement_timeout`.
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
     /// `SET` of a value the setting does not take.
     #[error("invalid value for parameter \"{name}\": \"{value}\"")]
     InvalidParameterValue {

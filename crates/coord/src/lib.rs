@@ -35,6 +35,7 @@ mod session;
 mod show;
 mod sinks;
 mod sources;
+mod statement_timeout;
 mod streams;
 mod subscribe;
 mod system_status;

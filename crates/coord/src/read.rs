@@ -7,6 +7,7 @@
 //! lookups.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::streaming::PartitionStream;
+use futures::future::{select, Either};
 use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
@@ -190,30 +192,56 @@ pub(crate) fn rows_to_batches(
 /// aborts the query at its next yield point. The schema is the executed plan's, so it is
 /// exactly the type of every returned column. A point query (one key of one relation) skips
 /// the optimizer and physical planner: see [`sql::PointQuery`].
+/// Runs a query's computation on a thread of its own, and stops it at its next yield when
+/// the caller goes away (a cancelled or timed-out statement). DataFusion's operators yield
+/// only between batches, so a query can compute for minutes without one (a join that finds
+/// no match): on the threads that serve clients it would hold up every session until then.
+async fn on_a_thread_of_its_own<T: Send + 'static>(
+    computation: impl Future<Output = T> + Send + 'static,
+) -> Result<T, CoordError> {
+    let (result_sender, result) = tokio::sync::oneshot::channel();
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("query".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    tracing::error!(error = %e, "a query thread could not start its runtime");
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let computation = std::pin::pin!(computation);
+                if let Either::Left((value, _)) = select(computation, stopped).await {
+                    let _ = result_sender.send(value);
+                }
+            });
+        })
+        .map_err(|e| CoordError::Internal(format!("no thread for the query: {e}")))?;
+    result
+        .await
+        .map_err(|_| CoordError::Internal("the query's thread ended without a result".into()))
+}
+
 pub(crate) async fn execute_plan(
     state: &SessionState,
     plan: LogicalPlan,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
-    struct AbortOnDrop(tokio::task::AbortHandle);
-    impl Drop for AbortOnDrop {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
-    }
     if let Some(point) = sql::PointQuery::from_plan(state, &plan) {
         return Ok(point.execute(state).await?);
     }
     let state = sql::correlated_subqueries::state_for(state, &plan);
     let physical = state.create_physical_plan(&plan).await?;
     let schema = physical.schema();
-    let task = tokio::spawn(datafusion::physical_plan::collect(
+    let batches = on_a_thread_of_its_own(datafusion::physical_plan::collect(
         physical,
         state.task_ctx(),
-    ));
-    let _abort = AbortOnDrop(task.abort_handle());
-    let batches = task
-        .await
-        .map_err(|e| CoordError::Internal(format!("query task failed: {e}")))??;
+    ))
+    .await??;
     Ok((schema, batches))
 }
 

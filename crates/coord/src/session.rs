@@ -135,6 +135,9 @@ pub(crate) const TRANSACTION_ISOLATION: &str = "transaction_isolation";
 /// The isolation level of transactions that do not name one.
 pub(crate) const DEFAULT_TRANSACTION_ISOLATION: &str = "default_transaction_isolation";
 
+/// How long a query or a write may run (see `statement_timeout`).
+pub(crate) const STATEMENT_TIMEOUT: &str = "statement_timeout";
+
 /// The isolation levels PostgreSQL accepts, in its words.
 pub(crate) const ISOLATION_LEVELS: &[&str] = &[
     "serializable",
@@ -159,6 +162,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("server_version", system_catalog::SERVER_VERSION),
     ("server_version_num", system_catalog::SERVER_VERSION_NUM),
     ("standard_conforming_strings", "on"),
+    ("statement_timeout", "0"),
     ("timezone", "UTC"),
     ("transaction_isolation", "serializable"),
     ("transaction_read_only", "off"),

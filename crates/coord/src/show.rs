@@ -13,8 +13,10 @@ use crate::error::CoordError;
 use crate::postgres_settings::is_known_setting;
 use crate::response::ExecuteResponse;
 use crate::session::{
-    Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS, TRANSACTION_ISOLATION,
+    Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS, STATEMENT_TIMEOUT,
+    TRANSACTION_ISOLATION,
 };
+use crate::statement_timeout;
 
 /// A response of text columns.
 pub(crate) fn text_rows(columns: &[&str], rows: Vec<Vec<String>>) -> ExecuteResponse {
@@ -107,6 +109,15 @@ impl Coordinator {
                     }
                     DEFAULT_TRANSACTION_ISOLATION => {
                         set_isolation(session, isolation_level(&name, &value)?, true)
+                    }
+                    STATEMENT_TIMEOUT => {
+                        let limit = statement_timeout::parse(&value).ok_or_else(|| {
+                            CoordError::InvalidParameterValue {
+                                name: name.clone(),
+                                value: value.clone(),
+                            }
+                        })?;
+                        session.set_variable(&name, statement_timeout::display(limit))
                     }
                     _ => session.set_variable(&name, value),
                 }
