@@ -186,12 +186,6 @@ pub(crate) fn rows_to_batches(
     Ok(batches)
 }
 
-/// Plans and runs a query. The physical plan (which peeks the snapshots) is built here; the
-/// execution runs on a task of its own, so that the session stays responsive (a cancel
-/// request is answered at once) while the query computes; dropping the returned future
-/// aborts the query at its next yield point. The schema is the executed plan's, so it is
-/// exactly the type of every returned column. A point query (one key of one relation) skips
-/// the optimizer and physical planner: see [`sql::PointQuery`].
 /// Runs a query's computation on a thread of its own, and stops it at its next yield when
 /// the caller goes away (a cancelled or timed-out statement). DataFusion's operators yield
 /// only between batches, so a query can compute for minutes without one (a join that finds
@@ -227,6 +221,13 @@ async fn on_a_thread_of_its_own<T: Send + 'static>(
         .map_err(|_| CoordError::Internal("the query's thread ended without a result".into()))
 }
 
+/// Plans and runs a query. The physical plan (which peeks the snapshots) is built here; the
+/// execution runs on a thread of its own (see `on_a_thread_of_its_own`), so that the
+/// session stays responsive (a cancel request or a timeout is answered at once) while the
+/// query computes; dropping the returned future stops the query at its next yield point. The
+/// schema is the executed plan's, so it is exactly the type of every returned column. A point
+/// query (one key of one relation) skips the optimizer and physical planner: see
+/// [`sql::PointQuery`].
 pub(crate) async fn execute_plan(
     state: &SessionState,
     plan: LogicalPlan,
