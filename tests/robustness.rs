@@ -217,8 +217,8 @@ async fn statement_timeout_cancels_a_long_query() {
         "each stopped at the limit, not at the end of the query ({:?})",
         started.elapsed()
     );
-    // The timed-out joins compute on until DataFusion's next yield, on the query threads; the
-    // session and the server answer meanwhile.
+    // The timed-out joins compute on until DataFusion's next yield, each on a thread of its
+    // own; the session and the server answer meanwhile.
     let other = server.connect().await;
     other
         .batch_execute(

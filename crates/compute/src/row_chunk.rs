@@ -264,6 +264,18 @@ fn empty_chunk(stash: &mut Vec<RowChunk>) -> RowChunk {
     chunk
 }
 
+/// The empty chunks a merge keeps for reuse: enough to refill its output as it goes, not a
+/// copy of everything it consumed.
+const STASHED_CHUNKS: usize = 2;
+
+/// Keeps `chunk`'s buffers for reuse if `stash` has room; drops it otherwise.
+fn recycle(mut chunk: RowChunk, stash: &mut Vec<RowChunk>) {
+    if stash.len() < STASHED_CHUNKS {
+        chunk.clear();
+        stash.push(chunk);
+    }
+}
+
 /// Pushes `chunk` to `chain` if it holds updates, leaving an empty one in its place.
 fn ship(chunk: &mut RowChunk, chain: &mut Vec<RowChunk>, stash: &mut Vec<RowChunk>) {
     if chunk.len() > 0 {
@@ -298,9 +310,8 @@ impl ChainCursor {
             .as_ref()
             .is_some_and(|chunk| self.index >= chunk.len())
         {
-            if let Some(mut done) = self.chunk.take() {
-                done.clear();
-                stash.push(done);
+            if let Some(done) = self.chunk.take() {
+                recycle(done, stash);
             }
             self.chunk = self.chunks.next();
             self.index = 0;
@@ -444,6 +455,7 @@ impl Extractor for RowChunkMerger {
                     ship(target, chain, stash);
                 }
             }
+            recycle(chunk, stash);
         }
         ship(&mut keep, kept, stash);
         ship(&mut ready, readied, stash);

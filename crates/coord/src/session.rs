@@ -111,6 +111,15 @@ fn title_style(style: &str) -> String {
     }
 }
 
+/// `name` spelled as PostgreSQL reports it (`TimeZone` for `timezone`), if it is one of the
+/// [`REPORTED_SETTINGS`] (the others are spelled in lower case).
+pub(crate) fn reported_spelling(name: &str) -> Option<&'static str> {
+    REPORTED_SETTINGS
+        .iter()
+        .find(|r| r.eq_ignore_ascii_case(name))
+        .copied()
+}
+
 /// Settings a client is told about (ParameterStatus) when they change, spelled as PostgreSQL
 /// reports them.
 pub const REPORTED_SETTINGS: &[&str] = &[
@@ -294,10 +303,7 @@ impl Session {
     /// Sets a setting, remembering the change for the client when it is a reported one.
     pub(crate) fn set_variable(&mut self, name: &str, value: String) {
         let value = normalize_setting(name, value);
-        if let Some(reported) = REPORTED_SETTINGS
-            .iter()
-            .find(|r| r.eq_ignore_ascii_case(name))
-        {
+        if let Some(reported) = reported_spelling(name) {
             if self.variable(name) != Some(value.as_str()) {
                 self.reported_changes
                     .push((reported.to_string(), value.clone()));

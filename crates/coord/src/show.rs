@@ -13,8 +13,8 @@ use crate::error::CoordError;
 use crate::postgres_settings::is_known_setting;
 use crate::response::ExecuteResponse;
 use crate::session::{
-    Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS, STATEMENT_TIMEOUT,
-    TRANSACTION_ISOLATION,
+    reported_spelling, Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS,
+    STATEMENT_TIMEOUT, TRANSACTION_ISOLATION,
 };
 use crate::statement_timeout;
 
@@ -151,7 +151,7 @@ impl Coordinator {
             "transaction isolation level" => self.show_variable(session, TRANSACTION_ISOLATION),
             other => match session.variable(other) {
                 Some(value) => Ok(text_rows(
-                    &[reported_name(other)],
+                    &[reported_spelling(other).unwrap_or(other)],
                     vec![vec![value.to_string()]],
                 )),
                 None => Err(CoordError::unknown("configuration parameter", other)),
@@ -232,16 +232,5 @@ fn isolation_level(name: &str, value: &str) -> Result<String, CoordError> {
             name: name.to_string(),
             value: value.to_string(),
         }),
-    }
-}
-
-/// The name PostgreSQL gives setting `name` as a column of `SHOW` (`TimeZone` for
-/// `timezone`): its spelling in `pg_settings`.
-fn reported_name(name: &str) -> &str {
-    match name {
-        "timezone" => "TimeZone",
-        "datestyle" => "DateStyle",
-        "intervalstyle" => "IntervalStyle",
-        other => other,
     }
 }
