@@ -1,7 +1,8 @@
 //! tokio-postgres against Fluxion: prepared statements with a parameter and a result column of
 //! every type clients bind, all in binary, round-tripped through a table; parameter types
 //! inferred from the columns they meet (of one relation or of several); a statement prepared
-//! once and run many times.
+//! once and run many times, and prepared point statements (run on generic plans) kept right
+//! across writes, catalog changes and search path changes.
 
 mod support;
 
@@ -279,4 +280,114 @@ async fn show_names_its_column_as_postgres_does() {
         assert_eq!(row.columns()[0].name(), column, "{statement}");
         assert_eq!(row.get(0), Some(value), "{statement}");
     }
+}
+
+/// Prepared statements that read or change one key (which run on a generic plan, made once)
+/// answer as if planned afresh each time: with each execution's values, inside and outside a
+/// transaction block, after the table is replaced, after an index is added and after the
+/// search path changes.
+#[tokio::test]
+async fn prepared_point_statements_follow_writes_catalog_changes_and_the_search_path() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE kv (id BIGINT PRIMARY KEY, v TEXT NOT NULL, n INTEGER NOT NULL);
+             INSERT INTO kv VALUES (1, 'one', 10), (2, 'two', 20), (3, 'three', 30);
+             CREATE SCHEMA other;
+             CREATE TABLE other.kv (id BIGINT PRIMARY KEY, v TEXT NOT NULL, n INTEGER NOT NULL);
+             INSERT INTO other.kv VALUES (1, 'other one', 0);",
+        )
+        .await
+        .expect("create");
+    let read = client
+        .prepare("SELECT v, n + $2 FROM kv WHERE id = $1")
+        .await
+        .expect("prepare read");
+    let update = client
+        .prepare("UPDATE kv SET v = v || $2, n = n + 1 WHERE id = $1")
+        .await
+        .expect("prepare update");
+    let delete = client
+        .prepare("DELETE FROM kv WHERE id = $1")
+        .await
+        .expect("prepare delete");
+    let read_as = |id: Option<i64>| {
+        let read = &read;
+        let client = &client;
+        async move {
+            client
+                .query_opt(read, &[&id, &1i32])
+                .await
+                .expect("read")
+                .map(|row| (row.get::<_, String>(0), row.get::<_, i32>(1)))
+        }
+    };
+    let v = |text: &str, n: i32| Some((text.to_string(), n));
+
+    assert_eq!(read_as(Some(1)).await, v("one", 11));
+    assert_eq!(read_as(Some(2)).await, v("two", 21));
+    assert_eq!(read_as(Some(4)).await, None);
+    assert_eq!(read_as(None).await, None, "a NULL key matches nothing");
+    assert_eq!(
+        client
+            .execute(&update, &[&2i64, &"!"])
+            .await
+            .expect("update"),
+        1
+    );
+    assert_eq!(
+        client
+            .execute(&update, &[&9i64, &"?"])
+            .await
+            .expect("update"),
+        0
+    );
+    assert_eq!(read_as(Some(2)).await, v("two!", 22));
+
+    client.batch_execute("BEGIN").await.expect("begin");
+    assert_eq!(client.execute(&delete, &[&3i64]).await.expect("delete"), 1);
+    assert_eq!(
+        read_as(Some(3)).await,
+        None,
+        "the block reads its own delete"
+    );
+    client
+        .execute(&update, &[&1i64, &"+"])
+        .await
+        .expect("update");
+    assert_eq!(read_as(Some(1)).await, v("one+", 12));
+    client.batch_execute("ROLLBACK").await.expect("rollback");
+    assert_eq!(read_as(Some(3)).await, v("three", 31));
+    assert_eq!(read_as(Some(1)).await, v("one", 11));
+
+    client
+        .batch_execute(
+            "DROP TABLE kv;
+             CREATE TABLE kv (id BIGINT PRIMARY KEY, n INTEGER NOT NULL, v TEXT NOT NULL);
+             INSERT INTO kv VALUES (1, 100, 'new one');
+             CREATE INDEX kv_by_v ON kv (v);",
+        )
+        .await
+        .expect("replace the table");
+    assert_eq!(read_as(Some(1)).await, v("new one", 101));
+    assert_eq!(read_as(Some(2)).await, None);
+    client
+        .execute(&update, &[&1i64, &"!"])
+        .await
+        .expect("update");
+    assert_eq!(read_as(Some(1)).await, v("new one!", 102));
+
+    client
+        .batch_execute("SET search_path = other, public")
+        .await
+        .expect("set");
+    assert_eq!(read_as(Some(1)).await, v("other one", 1));
+    assert_eq!(client.execute(&delete, &[&1i64]).await.expect("delete"), 1);
+    assert_eq!(read_as(Some(1)).await, None);
+    client
+        .batch_execute("SET search_path = public")
+        .await
+        .expect("set");
+    assert_eq!(read_as(Some(1)).await, v("new one!", 102));
 }

@@ -80,9 +80,17 @@ pub(crate) struct Catalog {
     schemas: BTreeMap<String, GlobalId>,
     /// `COMMENT ON` texts by item and column number (0: the item itself).
     pub comments: BTreeMap<(GlobalId, u32), String>,
+    /// How many times items were added, removed or changed.
+    generation: u64,
 }
 
 impl Catalog {
+    /// A number that changes whenever an item is added, removed or changed: a plan made
+    /// from the catalog holds while it does not.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn get(&self, id: GlobalId) -> Option<&Item> {
         self.items.get(&id)
     }
@@ -132,6 +140,7 @@ impl Catalog {
     }
 
     pub fn insert(&mut self, item: Item) {
+        self.generation += 1;
         if item.kind == ItemKind::Schema {
             self.schemas.insert(item.name.clone(), item.id);
         } else {
@@ -143,6 +152,7 @@ impl Catalog {
 
     pub fn remove(&mut self, id: GlobalId) -> Option<Item> {
         let item = self.items.remove(&id)?;
+        self.generation += 1;
         if item.kind == ItemKind::Schema {
             self.schemas.remove(&item.name);
         } else {
@@ -188,6 +198,7 @@ impl Catalog {
     }
 
     fn update_relation(&mut self, relation: GlobalId, change: impl FnOnce(&mut RelationTable)) {
+        self.generation += 1;
         if let Some(item) = self.items.get_mut(&relation) {
             if let ItemDetails::Relation(table) = &item.details {
                 let mut updated = arranged_relation(table.id, &table.name, table.desc.clone());

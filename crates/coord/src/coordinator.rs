@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use compute::ComputeController;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::execution::context::SessionState;
 use repr::{GlobalId, Timestamp};
 use sql::{ObjectKind, PlanContext, Statement};
@@ -13,6 +14,7 @@ use sql::{ObjectKind, PlanContext, Statement};
 use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::commit::CommitEffects;
 use crate::error::CoordError;
+use crate::generic_plans::GenericPlan;
 use crate::in_flight::InFlightCommits;
 use crate::response::ExecuteResponse;
 use crate::session::{Session, STATEMENT_TIMEOUT};
@@ -20,7 +22,7 @@ use crate::statement_timeout;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
-use crate::write::WriteStatement;
+use crate::write::{RowSearch, WriteStatement};
 use crate::write_conflicts::RecentWrites;
 
 /// Where the coordinator keeps its data and how much parallelism it uses.
@@ -166,21 +168,72 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<ExecuteResponse, CoordError> {
-        session.check_not_failed(&statement)?;
+        self.execute_guarded(session, Execution::Statement(Box::new(statement)))
+            .await
+    }
+
+    /// Executes prepared `statement` with parameter `values` (text, `None` for NULL, with
+    /// the types the statement was described with), through its generic `plan` where it
+    /// has one (see [`crate::generic_plans`]), as [`Self::execute`] does otherwise.
+    pub async fn execute_prepared(
+        &self,
+        session: &mut Session,
+        statement: &Statement,
+        plan: &GenericPlan,
+        values: &[(Option<String>, DataType)],
+    ) -> Result<ExecuteResponse, CoordError> {
+        let execution = Execution::Prepared {
+            statement,
+            plan,
+            values,
+        };
+        self.execute_guarded(session, execution).await
+    }
+
+    /// Runs `execution` unless the session's transaction failed, under the session's
+    /// `statement_timeout`, failing the transaction if it fails.
+    async fn execute_guarded(
+        &self,
+        session: &mut Session,
+        execution: Execution<'_>,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let statement = execution.statement();
+        session.check_not_failed(statement)?;
         let limit = session
             .variable(STATEMENT_TIMEOUT)
             .and_then(statement_timeout::parse)
-            .filter(|limit| !limit.is_zero() && statement_timeout::applies_to(&statement));
+            .filter(|limit| !limit.is_zero() && statement_timeout::applies_to(statement));
         let result = match limit {
-            Some(limit) => tokio::time::timeout(limit, self.dispatch(session, statement))
+            Some(limit) => tokio::time::timeout(limit, self.run(session, execution))
                 .await
                 .unwrap_or(Err(CoordError::StatementTimeout)),
-            None => self.dispatch(session, statement).await,
+            None => self.run(session, execution).await,
         };
         if result.is_err() {
             session.fail_transaction();
         }
         result
+    }
+
+    async fn run(
+        &self,
+        session: &mut Session,
+        execution: Execution<'_>,
+    ) -> Result<ExecuteResponse, CoordError> {
+        match execution {
+            Execution::Statement(statement) => self.dispatch(session, *statement).await,
+            Execution::Prepared {
+                statement,
+                plan,
+                values,
+            } => {
+                let generic = self.execute_generic(session, statement, plan, values);
+                if let Some(response) = generic.await? {
+                    return Ok(response);
+                }
+                self.dispatch(session, statement.bind(values)?).await
+            }
+        }
     }
 
     async fn dispatch(
@@ -191,8 +244,14 @@ impl Coordinator {
         match statement {
             Statement::Select(query) => self.select(session, &query).await,
             Statement::Insert(insert) => self.write(session, WriteStatement::Insert(&insert)).await,
-            Statement::Update(update) => self.write(session, WriteStatement::Update(&update)).await,
-            Statement::Delete(delete) => self.write(session, WriteStatement::Delete(&delete)).await,
+            Statement::Update(update) => {
+                self.write(session, WriteStatement::Update(&update, RowSearch::Planned))
+                    .await
+            }
+            Statement::Delete(delete) => {
+                self.write(session, WriteStatement::Delete(&delete, RowSearch::Planned))
+                    .await
+            }
             Statement::CopyFrom(copy) => self.start_copy(session, copy),
             Statement::CopyTo(copy) => self.copy_to(session, copy).await,
             Statement::CreateTable(create) => self.create_table(session, create).await,
@@ -245,5 +304,27 @@ impl Coordinator {
     /// planning state and the session's search path.
     pub(crate) fn plan_context<'a>(&'a self, search_path: &'a [String]) -> PlanContext<'a> {
         PlanContext::new(&self.base_state, search_path)
+    }
+}
+
+/// A statement to execute.
+enum Execution<'a> {
+    /// A statement as it is.
+    Statement(Box<Statement>),
+    /// A prepared statement with the values of its parameters.
+    Prepared {
+        statement: &'a Statement,
+        plan: &'a GenericPlan,
+        values: &'a [(Option<String>, DataType)],
+    },
+}
+
+impl Execution<'_> {
+    /// The statement (a prepared one without its values).
+    fn statement(&self) -> &Statement {
+        match self {
+            Execution::Statement(statement) => statement,
+            Execution::Prepared { statement, .. } => statement,
+        }
     }
 }

@@ -86,6 +86,19 @@ impl Coordinator {
         }
     }
 
+    /// What the functions of `session`'s next query see of it: the same object as long as
+    /// its planning state stays the same.
+    pub(crate) fn planning_session(&self, session: &Session) -> Arc<SessionInfo> {
+        let cached = session
+            .planning_state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|cached| cached.info.settings == session.variables)
+            .map(|cached| cached.info.clone());
+        cached.unwrap_or_else(|| self.session_state(session).1)
+    }
+
     /// The planning state of `session` (its functions registered, reading no snapshot yet),
     /// and what its functions see of it. Built once per session and again whenever its
     /// settings change: registering the functions costs more than planning a point query.

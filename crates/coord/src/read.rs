@@ -253,17 +253,42 @@ impl Coordinator {
         session: &mut Session,
         query: &sql::Query,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
+        self.run_read(session, Read::Query(query)).await
+    }
+
+    /// Runs `read` in the session's snapshot (with its transaction's writes) and collects
+    /// its rows.
+    async fn run_read(
+        &self,
+        session: &mut Session,
+        read: Read<'_>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
         let overlay = match &session.transaction {
             Transaction::Block(block) => block.writes.clone(),
             _ => PendingWrites::default(),
         };
         let context = self.query_context(session, &overlay);
-        let plan = query.plan(&context.plan_context()).await?;
-        let (schema, batches) = execute_plan(&context.state, plan).await?;
+        let (schema, batches) = match read {
+            Read::Query(query) => {
+                let plan = query.plan(&context.plan_context()).await?;
+                execute_plan(&context.state, plan).await?
+            }
+            Read::Point(point) => point.execute(&context.state).await?,
+        };
         let batches = context.display_reg_types(&schema, batches)?;
         context.apply_changed_settings(session);
         drop(context.hold);
         Ok((sql::displayed_schema(&schema), batches))
+    }
+
+    /// Runs a point query planned already (a prepared statement's generic plan).
+    pub(crate) async fn select_point(
+        &self,
+        session: &mut Session,
+        point: &sql::PointQuery,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let (schema, batches) = self.run_read(session, Read::Point(point)).await?;
+        Ok(ExecuteResponse::Rows { schema, batches })
     }
 
     pub(crate) async fn select(
@@ -274,4 +299,12 @@ impl Coordinator {
         let (schema, batches) = self.run_query(session, query).await?;
         Ok(ExecuteResponse::Rows { schema, batches })
     }
+}
+
+/// What a read runs.
+enum Read<'a> {
+    /// A query, planned in the read's snapshot.
+    Query(&'a sql::Query),
+    /// A point query planned already.
+    Point(&'a sql::PointQuery),
 }

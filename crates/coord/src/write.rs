@@ -4,6 +4,7 @@
 //! against a snapshot of the tables, then committed (see [`crate::commit`]).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 
 use compute::PeekFilter;
@@ -11,7 +12,7 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::logical_expr::LogicalPlan;
 use repr::{consolidate, Diff, GlobalId, ItemKind, Row};
-use sql::{Delete, Insert, ObjectRef, OnConflict, Update};
+use sql::{Delete, Insert, ObjectRef, OnConflict, SqlError, Update};
 
 use crate::catalog::Item;
 use crate::commit::{WriteAttempt, WriteSnapshot};
@@ -84,8 +85,12 @@ impl Coordinator {
         loop {
             let result = match statement {
                 WriteStatement::Insert(insert) => self.insert(session, insert, attempt).await,
-                WriteStatement::Update(update) => self.update(session, update, attempt).await,
-                WriteStatement::Delete(delete) => self.delete(session, delete, attempt).await,
+                WriteStatement::Update(update, search) => {
+                    self.update(session, update, search, attempt).await
+                }
+                WriteStatement::Delete(delete, search) => {
+                    self.delete(session, delete, search, attempt).await
+                }
             };
             match result {
                 Err(CoordError::WriteConflict { checkable })
@@ -262,6 +267,7 @@ impl Coordinator {
         &self,
         session: &mut Session,
         update: &Update,
+        search: RowSearch<'_>,
         attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &update.table)?;
@@ -269,8 +275,13 @@ impl Coordinator {
         let (access, hold, snapshot) = self.begin_write(session, attempt).await;
         let context =
             self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
-        let plan = update.plan(&context.plan_context(), &table.name).await?;
-        let batch = read_for_write(&context, plan).await?;
+        let batch = search
+            .rows(
+                &context,
+                &table,
+                update.plan(&context.plan_context(), &table.name),
+            )
+            .await?;
         let width = codecs.schema.fields().len();
         let old = batch
             .project(&(0..width).collect::<Vec<_>>())
@@ -343,14 +354,20 @@ impl Coordinator {
         &self,
         session: &mut Session,
         delete: &Delete,
+        search: RowSearch<'_>,
         attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &delete.table)?;
         let (access, hold, snapshot) = self.begin_write(session, attempt).await;
         let context =
             self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
-        let plan = delete.plan(&context.plan_context(), &table.name).await?;
-        let batch = read_for_write(&context, plan).await?;
+        let batch = search
+            .rows(
+                &context,
+                &table,
+                delete.plan(&context.plan_context(), &table.name),
+            )
+            .await?;
         let rows = codecs
             .rows
             .encode(&batch)
@@ -364,13 +381,34 @@ impl Coordinator {
     }
 }
 
-/// Runs the SELECT that finds the rows a write changes.
-async fn read_for_write(
-    context: &QueryContext,
-    plan: LogicalPlan,
-) -> Result<RecordBatch, CoordError> {
-    let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
-    concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))
+/// How an UPDATE or DELETE finds the rows it changes.
+#[derive(Clone, Copy)]
+pub(crate) enum RowSearch<'a> {
+    /// By planning the statement's SELECT.
+    Planned,
+    /// By the point query of the statement's generic plan.
+    Point(&'a sql::PointQuery),
+}
+
+impl RowSearch<'_> {
+    /// The rows of `table` found (with an UPDATE's new values beside them) in `context`'s
+    /// snapshot; `plan`, the statement's SELECT, is planned only if the search plans.
+    async fn rows(
+        self,
+        context: &QueryContext,
+        table: &Item,
+        plan: impl Future<Output = Result<LogicalPlan, SqlError>>,
+    ) -> Result<RecordBatch, CoordError> {
+        let (schema, batches) = match self {
+            RowSearch::Planned => crate::read::execute_plan(&context.state, plan.await?).await?,
+            // The table was replaced since the generic plan was checked.
+            RowSearch::Point(point) if point.relation_id() != Some(table.id) => {
+                return Err(CoordError::SerializationFailure(table.name.clone()))
+            }
+            RowSearch::Point(point) => point.execute(&context.state).await?,
+        };
+        concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))
+    }
 }
 
 /// How often a write runs reading without the sequencer before it runs holding it.
@@ -379,8 +417,8 @@ const OPTIMISTIC_ATTEMPTS: u32 = 3;
 /// A statement that writes a table.
 pub(crate) enum WriteStatement<'a> {
     Insert(&'a Insert),
-    Update(&'a Update),
-    Delete(&'a Delete),
+    Update(&'a Update, RowSearch<'a>),
+    Delete(&'a Delete, RowSearch<'a>),
 }
 
 /// The positions of the columns an UPDATE assigns, in order.

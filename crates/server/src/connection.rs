@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use coord::{
-    Coordinator, ExecuteResponse, Session, Statement, StatementDesc, Subscription,
+    Coordinator, ExecuteResponse, GenericPlan, Session, Statement, StatementDesc, Subscription,
     TransactionEffect,
 };
 use futures::future::{select, Either};
@@ -40,11 +40,13 @@ use crate::sqlstate::{error_info, to_pgwire};
 use crate::subscribe::{stream_subscription, Delivery};
 use repr::pg_type::pg_type_of_field;
 
-/// A statement prepared with Parse: the parsed statement and what Describe reports.
+/// A statement prepared with Parse: the parsed statement, what Describe reports, and the
+/// generic plan its executions share.
 #[derive(Clone, Debug)]
 pub(crate) struct Prepared {
     statement: Statement,
     desc: StatementDesc,
+    plan: Arc<GenericPlan>,
 }
 
 /// The state of one connection, shared by its handlers.
@@ -417,7 +419,11 @@ impl QueryParser for StatementParser {
                 return Err(to_pgwire(&e));
             }
         };
-        Ok(Some(Prepared { statement, desc }))
+        Ok(Some(Prepared {
+            statement,
+            desc,
+            plan: Arc::default(),
+        }))
     }
 
     fn get_parameter_types(&self, prepared: &Prepared) -> PgWireResult<Vec<Type>> {
@@ -600,13 +606,12 @@ impl ExtendedQueryHandler for Connection {
             };
             values.push((value, field.data_type().clone()));
         }
-        let statement = prepared
-            .statement
-            .bind(&values)
-            .map_err(|e| to_pgwire(&e.into()))?;
-        let effect = statement.transaction_effect();
+        let effect = prepared.statement.transaction_effect();
         let mut session = lock_session(&self.coord, &self.session, client).await;
-        let result = self.coord.execute(&mut session, statement).await;
+        let result = self
+            .coord
+            .execute_prepared(&mut session, &prepared.statement, &prepared.plan, &values)
+            .await;
         send_session_messages(client, &mut session).await?;
         let response = result.map_err(|e| to_pgwire(&e))?;
         deallocate(client, &response);

@@ -4,11 +4,13 @@
 //! Parameter types are inferred by planning the statement with its placeholders (DataFusion
 //! infers `id = $1` from `id`'s type); a type the client declared wins. Binding replaces each
 //! placeholder by a literal of its type, so a bound statement runs through the same path as
-//! a simple query.
+//! a simple query. (A prepared point query takes its values as they are instead, typed by
+//! [`parameter_value`]: see [`crate::PointQueryTemplate`].)
 
 use std::ops::ControlFlow;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{visit_expressions_mut, Expr, Value, ValueWithSpan};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -175,6 +177,26 @@ fn placeholder(expr: &Expr) -> Option<usize> {
     }
 }
 
+/// A parameter's value (text, `None` for NULL) as a generic plan takes it, for the types
+/// whose text Arrow's cast reads exactly as binding the value into the statement would
+/// (integers and text); `None` for other types and for text that is no value of the type
+/// (binding reports that).
+pub fn parameter_value(value: Option<&str>, data_type: &DataType) -> Option<ScalarValue> {
+    if !matches!(
+        data_type,
+        DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Utf8
+    ) {
+        return None;
+    }
+    let value = match value {
+        None => return ScalarValue::try_from(data_type).ok(),
+        Some(text) => ScalarValue::Utf8(Some(text.to_string()))
+            .cast_to(data_type)
+            .ok()?,
+    };
+    (!value.is_null()).then_some(value)
+}
+
 /// A SQL literal of `data_type` with the given text value.
 fn literal(value: Option<&str>, data_type: &DataType) -> Result<Expr, SqlError> {
     let type_name = sql_type_name(data_type);
@@ -246,6 +268,25 @@ mod tests {
             query.to_string(),
             "SELECT CAST('41' AS BIGINT) + 1 WHERE CAST(NULL AS BOOLEAN)"
         );
+    }
+
+    #[test]
+    fn parameter_values_are_typed_or_left_to_binding() {
+        assert_eq!(
+            parameter_value(Some("-42"), &DataType::Int32),
+            Some(ScalarValue::Int32(Some(-42)))
+        );
+        assert_eq!(
+            parameter_value(None, &DataType::Int64),
+            Some(ScalarValue::Int64(None))
+        );
+        assert_eq!(
+            parameter_value(Some("it's"), &DataType::Utf8),
+            Some(ScalarValue::Utf8(Some("it's".into())))
+        );
+        assert_eq!(parameter_value(Some("40000"), &DataType::Int16), None);
+        assert_eq!(parameter_value(Some("x"), &DataType::Int64), None);
+        assert_eq!(parameter_value(Some("t"), &DataType::Boolean), None);
     }
 
     #[test]

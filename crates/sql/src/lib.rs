@@ -42,6 +42,7 @@ mod statement;
 mod temporal_filters;
 mod types;
 
+pub use bind::parameter_value;
 pub use error::SqlError;
 pub use lower::lower;
 pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
@@ -49,7 +50,7 @@ pub use parse::{
     parse, parse_noting_truncations, parse_object_name, TruncatedIdentifier, MAX_IDENTIFIER_BYTES,
 };
 pub use planner::PlanContext;
-pub use point_query::PointQuery;
+pub use point_query::{PointQuery, PointQueryTemplate};
 pub use reg_types::RegKind;
 pub use result_columns::{display_name, displayed_schema, reg_kind_of};
 pub use single_value::SINGLE_VALUE;

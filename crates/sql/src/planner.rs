@@ -7,8 +7,11 @@
 //! state a statement is planned in carries the catalog and the querying session's functions;
 //! for a read it also carries the snapshot the scans read (see [`crate::catalog`]).
 
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
 use datafusion::execution::context::SessionState;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{LogicalPlan, Statement as PlanStatement};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
 
@@ -28,12 +31,28 @@ pub struct PlanContext<'a> {
     pub state: &'a SessionState,
     /// The schemas unqualified names are looked up in, in order.
     pub search_path: &'a [String],
+    /// The types of the `$n` parameters (`$1` first), if given rather than inferred.
+    parameter_types: &'a [DataType],
 }
 
 impl<'a> PlanContext<'a> {
     /// A context planning in `state` with `search_path`.
     pub fn new(state: &'a SessionState, search_path: &'a [String]) -> Self {
-        PlanContext { state, search_path }
+        PlanContext {
+            state,
+            search_path,
+            parameter_types: &[],
+        }
+    }
+
+    /// The context planning each `$n` parameter as of type `parameter_types[n - 1]`, as a
+    /// value of that type bound in its place would be planned (a prepared statement's
+    /// generic plan), instead of inferring its type from where it is used.
+    pub fn with_parameter_types(self, parameter_types: &'a [DataType]) -> Self {
+        PlanContext {
+            parameter_types,
+            ..self
+        }
     }
 
     /// Plans a statement (checked, qualified and rewritten for `target` first).
@@ -51,10 +70,33 @@ impl<'a> PlanContext<'a> {
         &self,
         statement: ast::Statement,
     ) -> Result<LogicalPlan, SqlError> {
-        Ok(self
+        if self.parameter_types.is_empty() {
+            return Ok(self
+                .state
+                .statement_to_plan(DfStatement::Statement(Box::new(statement)))
+                .await?);
+        }
+        // DataFusion types the parameters of a PREPARE as it declares them.
+        let data_types = self
+            .parameter_types
+            .iter()
+            .map(sql_data_type)
+            .collect::<Result<Vec<_>, _>>()?;
+        let prepare = ast::Statement::Prepare {
+            name: ast::Ident::new("generic"),
+            data_types,
+            statement: Box::new(statement),
+        };
+        match self
             .state
-            .statement_to_plan(DfStatement::Statement(Box::new(statement)))
-            .await?)
+            .statement_to_plan(DfStatement::Statement(Box::new(prepare)))
+            .await?
+        {
+            LogicalPlan::Statement(PlanStatement::Prepare(prepared)) => {
+                Ok(Arc::unwrap_or_clone(prepared.input))
+            }
+            _ => Err(SqlError::Internal("PREPARE did not plan as one".into())),
+        }
     }
 
     /// Expands its window table functions, qualifies the relations `statement` reads and
@@ -90,6 +132,21 @@ impl<'a> PlanContext<'a> {
         }
         self.search_path.iter().find(|schema| has(schema)).cloned()
     }
+}
+
+/// The SQL type a parameter of type `data_type` is declared as.
+fn sql_data_type(data_type: &DataType) -> Result<ast::DataType, SqlError> {
+    Ok(match data_type {
+        DataType::Int16 => ast::DataType::SmallInt(None),
+        DataType::Int32 => ast::DataType::Integer(None),
+        DataType::Int64 => ast::DataType::BigInt(None),
+        DataType::Utf8 => ast::DataType::Text,
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "a parameter of type {other} in a generic plan"
+            )))
+        }
+    })
 }
 
 /// PostgreSQL's catalog schema, searched before the search path.

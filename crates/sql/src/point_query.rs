@@ -11,6 +11,10 @@
 //! only as rewrites) and turned into DataFusion physical expressions evaluated over the
 //! looked-up rows: the same expressions, with the same semantics, the general path would run.
 //! Any other plan, or one whose analysis fails, is left to the general path.
+//!
+//! A prepared statement's point query is analyzed and matched once, with its `$n` parameters
+//! in it ([`PointQueryTemplate`]); each execution puts its values in, finds the key and makes
+//! the physical expressions.
 
 use std::sync::Arc;
 
@@ -18,15 +22,20 @@ use datafusion::arrow::array::{AsArray, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
-use datafusion::common::tree_node::TreeNode;
-use datafusion::common::DFSchema;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, DFSchemaRef, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::execution_props::ExecutionProps;
+use datafusion::logical_expr::expr::Placeholder;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, Projection};
 use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+
+use repr::GlobalId;
 
 use crate::catalog::{as_relation, KeyLookup, SnapshotContext};
 
@@ -41,68 +50,29 @@ pub struct PointQuery {
     schema: SchemaRef,
 }
 
+/// A point query planned with its `$n` parameters in it: the generic plan of a prepared
+/// statement, analyzed and matched once and made a [`PointQuery`] for each execution's
+/// values.
+#[derive(Debug)]
+pub struct PointQueryTemplate {
+    relation: Arc<dyn TableProvider>,
+    predicate: Expr,
+    select_list: Vec<Expr>,
+    input_schema: DFSchemaRef,
+    output: DFSchemaRef,
+    /// The options the plan was analyzed with, for simplifying and evaluating expressions.
+    config: Arc<ConfigOptions>,
+}
+
 impl PointQuery {
     /// `plan` as a point query, if it is one (`None`: plan and run it the general way).
     pub fn from_plan(state: &SessionState, plan: &LogicalPlan) -> Option<PointQuery> {
-        if !matches!(plan, LogicalPlan::Projection(_)) {
-            return None;
-        }
-        let analyzed = state
-            .analyzer()
-            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
-            .ok()?;
-        let LogicalPlan::Projection(Projection {
-            expr: select_list,
-            input,
-            schema: output,
-            ..
-        }) = &analyzed
-        else {
-            return None;
-        };
-        let LogicalPlan::Filter(filter) = input.as_ref() else {
-            return None;
-        };
-        let relation = scanned_relation(&filter.input)?;
-        let lookup =
-            as_relation(relation.as_ref())?.lookup_for(std::slice::from_ref(&filter.predicate))?;
-        if !select_list
-            .iter()
-            .chain(std::iter::once(&filter.predicate))
-            .all(is_row_expression)
-        {
-            return None;
-        }
-        let input_schema = filter.input.schema();
-        let simplifier = ExprSimplifier::new(
-            SimplifyContext::builder()
-                .with_schema(input_schema.clone())
-                .with_config_options(state.config_options().clone())
-                .with_query_execution_start_time(state.execution_props().query_execution_start_time)
-                .build(),
-        );
-        let physical = |expr: &Expr| {
-            create_physical_expr(
-                &simplifier.simplify(expr.clone()).ok()?,
-                input_schema,
-                state.execution_props(),
-                &PhysicalPlanningContext::default(),
-            )
-            .ok()
-        };
-        let predicate = physical(&filter.predicate)?;
-        let select_list = select_list
-            .iter()
-            .map(physical)
-            .collect::<Option<Vec<_>>>()?;
-        let schema = result_schema(&select_list, input_schema, output)?;
-        Some(PointQuery {
-            relation,
-            lookup,
-            predicate,
-            select_list,
-            schema,
-        })
+        PointQueryTemplate::from_plan(state, plan)?.instantiate(&[], state.execution_props())
+    }
+
+    /// The catalog id of the relation read.
+    pub fn relation_id(&self) -> Option<GlobalId> {
+        as_relation(self.relation.as_ref()).map(|relation| relation.id)
     }
 
     /// Reads the key's rows through the query's snapshot and computes the result: its schema
@@ -137,6 +107,116 @@ impl PointQuery {
     }
 }
 
+impl PointQueryTemplate {
+    /// `plan`, which may have `$n` placeholders, as a point query, if it is one.
+    pub fn from_plan(state: &SessionState, plan: &LogicalPlan) -> Option<PointQueryTemplate> {
+        if !matches!(plan, LogicalPlan::Projection(_)) {
+            return None;
+        }
+        let analyzed = state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .ok()?;
+        let LogicalPlan::Projection(Projection {
+            expr: select_list,
+            input,
+            schema: output,
+            ..
+        }) = analyzed
+        else {
+            return None;
+        };
+        let LogicalPlan::Filter(filter) = Arc::unwrap_or_clone(input) else {
+            return None;
+        };
+        let relation = scanned_relation(&filter.input)?;
+        if !select_list
+            .iter()
+            .chain(std::iter::once(&filter.predicate))
+            .all(is_row_expression)
+        {
+            return None;
+        }
+        Some(PointQueryTemplate {
+            relation,
+            predicate: filter.predicate,
+            select_list,
+            input_schema: filter.input.schema().clone(),
+            output,
+            config: state.config_options().clone(),
+        })
+    }
+
+    /// The point query with `parameters` in place of its placeholders (`$1` is the first),
+    /// starting now; `None` if a parameter is missing or of another type than the plan gave
+    /// its placeholder, or if the values pin no key.
+    pub fn bind(&self, parameters: &[ScalarValue]) -> Option<PointQuery> {
+        let mut props = ExecutionProps::new();
+        props.mark_start_execution(self.config.clone());
+        self.instantiate(parameters, &props)
+    }
+
+    fn instantiate(
+        &self,
+        parameters: &[ScalarValue],
+        props: &ExecutionProps,
+    ) -> Option<PointQuery> {
+        let predicate = with_parameters(&self.predicate, parameters)?;
+        let lookup =
+            as_relation(self.relation.as_ref())?.lookup_for(std::slice::from_ref(&predicate))?;
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(self.input_schema.clone())
+                .with_config_options(self.config.clone())
+                .with_query_execution_start_time(props.query_execution_start_time)
+                .build(),
+        );
+        let physical = |expr: Expr| {
+            create_physical_expr(
+                &simplifier.simplify(expr).ok()?,
+                &self.input_schema,
+                props,
+                &PhysicalPlanningContext::default(),
+            )
+            .ok()
+        };
+        let predicate = physical(predicate)?;
+        let select_list = self
+            .select_list
+            .iter()
+            .map(|expr| physical(with_parameters(expr, parameters)?))
+            .collect::<Option<Vec<_>>>()?;
+        let schema = result_schema(&select_list, &self.input_schema, &self.output)?;
+        Some(PointQuery {
+            relation: self.relation.clone(),
+            lookup,
+            predicate,
+            select_list,
+            schema,
+        })
+    }
+}
+
+/// `expr` with each `$n` placeholder replaced by `parameters[n - 1]`; `None` if there is no
+/// such parameter or its type is not the placeholder's.
+fn with_parameters(expr: &Expr, parameters: &[ScalarValue]) -> Option<Expr> {
+    expr.clone()
+        .transform(|expr| {
+            let Expr::Placeholder(Placeholder { id, field }) = &expr else {
+                return Ok(Transformed::no(expr));
+            };
+            let value = id
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| parameters.get(n.checked_sub(1)?))
+                .filter(|value| field.as_ref().map(|f| f.data_type()) == Some(&value.data_type()))
+                .ok_or_else(|| DataFusionError::Plan(format!("no value for {id}")))?;
+            Ok(Transformed::yes(Expr::Literal(value.clone(), None)))
+        })
+        .ok()
+        .map(|transformed| transformed.data)
+}
+
 /// The relation a plan scans whole, unfiltered, possibly under an alias.
 fn scanned_relation(plan: &LogicalPlan) -> Option<Arc<dyn TableProvider>> {
     match plan {
@@ -152,8 +232,8 @@ fn scanned_relation(plan: &LogicalPlan) -> Option<Arc<dyn TableProvider>> {
     }
 }
 
-/// Whether `expr` is computed from one row alone: no subquery, aggregate, window, unnest,
-/// lambda or unbound parameter anywhere in it.
+/// Whether `expr` is computed from one row (and parameters) alone: no subquery, aggregate,
+/// window, unnest or lambda anywhere in it.
 fn is_row_expression(expr: &Expr) -> bool {
     !expr
         .exists(|e| {
@@ -164,7 +244,6 @@ fn is_row_expression(expr: &Expr) -> bool {
                     | Expr::InSubquery(_)
                     | Expr::SetComparison(_)
                     | Expr::OuterReferenceColumn(..)
-                    | Expr::Placeholder(_)
                     | Expr::AggregateFunction(_)
                     | Expr::WindowFunction(_)
                     | Expr::GroupingSet(_)
