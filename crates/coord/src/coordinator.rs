@@ -221,7 +221,12 @@ impl Coordinator {
         execution: Execution<'_>,
     ) -> Result<ExecuteResponse, CoordError> {
         match execution {
-            Execution::Statement(statement) => self.dispatch(session, *statement).await,
+            Execution::Statement(statement) => {
+                if let Some(response) = self.execute_shape(session, &statement).await? {
+                    return Ok(response);
+                }
+                self.dispatch(session, *statement).await
+            }
             Execution::Prepared {
                 statement,
                 plan,

@@ -7,9 +7,14 @@
 //! statement, or values the plan cannot take, are bound into the statement's text and planned
 //! as a simple query is.
 //!
+//! A simple query whose key is a literal (`… WHERE id = 42`) shares the generic plan of its
+//! shape (`… WHERE id = $1`, see [`sql::KeyParameters`]) with the session's other queries of
+//! that shape.
+//!
 //! A generic plan holds while the catalog does not change and the session plans as it did
 //! (the same settings, hence the same planning state); otherwise it is made again.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::DataType;
@@ -58,7 +63,44 @@ impl GenericPlan {
     }
 }
 
+/// The generic plans of a session's simple queries, by shape.
+#[derive(Debug, Default)]
+pub(crate) struct ShapePlans(HashMap<String, Arc<GenericPlan>>);
+
+/// How many shapes a session keeps plans for; past it, they are all forgotten.
+const MAX_SHAPE_PLANS: usize = 256;
+
+impl ShapePlans {
+    /// The plan of `shape`, new if the session has none.
+    fn plan_for(&mut self, shape: String) -> Arc<GenericPlan> {
+        if self.0.len() >= MAX_SHAPE_PLANS && !self.0.contains_key(&shape) {
+            self.0.clear();
+        }
+        self.0.entry(shape).or_default().clone()
+    }
+}
+
 impl Coordinator {
+    /// Runs a simple query whose key literals are parameters through the generic plan of
+    /// its shape; `None` if it has none, or the statement no key literals.
+    pub(crate) async fn execute_shape(
+        &self,
+        session: &mut Session,
+        statement: &Statement,
+    ) -> Result<Option<ExecuteResponse>, CoordError> {
+        let Some(parameterized) = statement.with_key_parameters() else {
+            return Ok(None);
+        };
+        let plan = session.shape_plans.plan_for(parameterized.shape);
+        self.execute_generic(
+            session,
+            &parameterized.statement,
+            &plan,
+            &parameterized.values,
+        )
+        .await
+    }
+
     /// Runs prepared `statement` with `values` (text, `None` for NULL, with the parameters'
     /// types) through its generic `plan`; `None` if it has none or the values do not fit it.
     pub(crate) async fn execute_generic(

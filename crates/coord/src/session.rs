@@ -10,6 +10,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use crate::copy::CopyPlan;
 use crate::cursors::Cursor;
 use crate::error::CoordError;
+use crate::generic_plans::ShapePlans;
 use crate::query_context::PlanningState;
 
 /// Where a session stands with respect to transactions (the ReadyForQuery status byte).
@@ -89,6 +90,8 @@ pub struct Session {
     backend_pid: i32,
     /// The session's planning state, kept between statements.
     pub(crate) planning_state: Mutex<Option<PlanningState>>,
+    /// Generic plans of the session's simple queries that pin keys, by shape.
+    pub(crate) shape_plans: ShapePlans,
 }
 
 /// A setting's value as Postgres stores it: `DateStyle = ISO` is `ISO, MDY`.
@@ -193,6 +196,7 @@ impl Session {
             user: user.to_string(),
             backend_pid,
             planning_state: Mutex::new(None),
+            shape_plans: ShapePlans::default(),
         };
         for (name, value) in startup {
             let name = name.to_lowercase();

@@ -21,6 +21,7 @@ pub mod correlated_subqueries;
 mod error;
 mod expression_rewrites;
 mod hop_windows;
+mod key_parameters;
 pub mod literals;
 mod lower;
 mod names;
@@ -44,6 +45,7 @@ mod types;
 
 pub use bind::parameter_value;
 pub use error::SqlError;
+pub use key_parameters::KeyParameters;
 pub use lower::lower;
 pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
 pub use parse::{
