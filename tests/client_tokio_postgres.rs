@@ -391,3 +391,99 @@ async fn prepared_point_statements_follow_writes_catalog_changes_and_the_search_
         .expect("set");
     assert_eq!(read_as(Some(1)).await, v("new one!", 102));
 }
+
+/// A prepared INSERT of VALUES (which runs on a generic plan) fills defaults, checks NOT NULL
+/// and keys, raises PostgreSQL's errors, and follows the table when it is replaced.
+#[tokio::test]
+async fn prepared_inserts_fill_defaults_check_constraints_and_follow_the_table() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE log (id BIGINT PRIMARY KEY, who TEXT NOT NULL, n INT DEFAULT 7, twice INT)",
+        )
+        .await
+        .expect("create");
+    let insert = client
+        .prepare("INSERT INTO log (id, who, twice) VALUES ($1, $2, $1 * 2)")
+        .await
+        .expect("prepare insert");
+    let quietly = client
+        .prepare("INSERT INTO log (id, who) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        .await
+        .expect("prepare insert … on conflict");
+    let rows = |sql: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query(sql, &[])
+                .await
+                .expect(sql)
+                .iter()
+                .map(|row| {
+                    (
+                        row.get::<_, i64>("id"),
+                        row.get::<_, String>("who"),
+                        row.get::<_, Option<i32>>("n"),
+                        row.get::<_, Option<i32>>("twice"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+
+    assert_eq!(written(&client, &insert, &[&1i64, &"ann"]).await, Ok(1));
+    assert_eq!(written(&client, &insert, &[&2i64, &"bob"]).await, Ok(1));
+    assert_eq!(
+        written(&client, &insert, &[&1i64, &"again"]).await,
+        Err("23505".into())
+    );
+    assert_eq!(
+        written(&client, &insert, &[&3i64, &None::<&str>]).await,
+        Err("23502".into())
+    );
+    assert_eq!(
+        written(&client, &insert, &[&3_000_000_000i64, &"big"]).await,
+        Err("22003".into()),
+        "twice is out of range for an integer"
+    );
+    assert_eq!(
+        written(&client, &quietly, &[&1i64, &"skipped"]).await,
+        Ok(0)
+    );
+    assert_eq!(written(&client, &quietly, &[&5i64, &"eve"]).await, Ok(1));
+    assert_eq!(
+        rows("SELECT * FROM log ORDER BY id").await,
+        vec![
+            (1, "ann".into(), Some(7), Some(2)),
+            (2, "bob".into(), Some(7), Some(4)),
+            (5, "eve".into(), Some(7), None),
+        ]
+    );
+
+    client
+        .batch_execute(
+            "DROP TABLE log;
+             CREATE TABLE log (twice INT, n INT DEFAULT 9, who TEXT NOT NULL, id BIGINT PRIMARY KEY)",
+        )
+        .await
+        .expect("replace the table");
+    assert_eq!(written(&client, &insert, &[&6i64, &"fay"]).await, Ok(1));
+    assert_eq!(written(&client, &quietly, &[&6i64, &"gus"]).await, Ok(0));
+    assert_eq!(
+        rows("SELECT * FROM log").await,
+        vec![(6, "fay".into(), Some(9), Some(12))]
+    );
+}
+
+/// The rows `statement` wrote with `params`, or the SQLSTATE of its error.
+async fn written(
+    client: &tokio_postgres::Client,
+    statement: &tokio_postgres::Statement,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, String> {
+    client.execute(statement, params).await.map_err(|e| {
+        e.code()
+            .map_or_else(|| e.to_string(), |code| code.code().to_string())
+    })
+}

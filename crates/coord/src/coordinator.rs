@@ -22,7 +22,7 @@ use crate::statement_timeout;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::timestamps::{ReadHolds, TimestampOracle};
-use crate::write::{RowSearch, WriteStatement};
+use crate::write::{InsertRows, RowSearch, WriteStatement};
 use crate::write_conflicts::RecentWrites;
 
 /// Where the coordinator keeps its data and how much parallelism it uses.
@@ -248,7 +248,13 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         match statement {
             Statement::Select(query) => self.select(session, &query).await,
-            Statement::Insert(insert) => self.write(session, WriteStatement::Insert(&insert)).await,
+            Statement::Insert(insert) => {
+                self.write(
+                    session,
+                    WriteStatement::Insert(&insert, InsertRows::Planned),
+                )
+                .await
+            }
             Statement::Update(update) => {
                 self.write(session, WriteStatement::Update(&update, RowSearch::Planned))
                     .await

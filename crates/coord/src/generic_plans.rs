@@ -1,11 +1,12 @@
 //! Generic plans of prepared statements.
 //!
-//! A prepared SELECT, UPDATE or DELETE that reads one key of one relation (`… WHERE id = $1`)
-//! is planned once, with its `$n` parameters in it, at its first execution; every execution
-//! then puts its values in and runs it, without parsing, rewriting or planning the statement
-//! again (as PostgreSQL's generic plans spare a prepared statement its planning). Any other
-//! statement, or values the plan cannot take, are bound into the statement's text and planned
-//! as a simple query is.
+//! A prepared SELECT, UPDATE or DELETE that reads one key of one relation (`… WHERE id = $1`),
+//! or INSERT of VALUES (`… VALUES ($1, $2)`, without `ON CONFLICT DO UPDATE`), is planned once,
+//! with its `$n` parameters in it, at its first execution; every execution then puts its
+//! values in and runs it, without parsing, rewriting or planning the statement again (as
+//! PostgreSQL's generic plans spare a prepared statement its planning). Any other statement,
+//! or values the plan cannot take, are bound into the statement's text and planned as a
+//! simple query is.
 //!
 //! A simple query whose key is a literal (`… WHERE id = 42`) shares the generic plan of its
 //! shape (`… WHERE id = $1`, see [`sql::KeyParameters`]) with the session's other queries of
@@ -18,14 +19,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::DataType;
-use sql::{PointQueryTemplate, Statement};
+use datafusion::logical_expr::LogicalPlan;
+use repr::GlobalId;
+use sql::{ConstantRows, OnConflict, PointQueryTemplate, Statement};
 use system_catalog::SessionInfo;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session};
-use crate::write::{RowSearch, WriteStatement};
+use crate::write::{InsertRows, RowSearch, WriteStatement};
 
 /// The generic plan of one prepared statement, made at its first execution and kept with
 /// the statement.
@@ -37,8 +40,21 @@ pub struct GenericPlan(Mutex<Option<Arc<MadePlan>>>);
 struct MadePlan {
     catalog_generation: u64,
     session: Arc<SessionInfo>,
-    /// `None`: the statement reads no single key, so it has no generic plan.
-    point: Option<Arc<PointQueryTemplate>>,
+    /// `None`: the statement has no generic plan.
+    generic: Option<Arc<Generic>>,
+}
+
+/// What a generic plan runs.
+#[derive(Debug)]
+enum Generic {
+    /// The point query of a SELECT, or the read of an UPDATE or DELETE.
+    Point(PointQueryTemplate),
+    /// The rows of an INSERT into `table`, with what happens to rows whose key exists.
+    Rows {
+        table: GlobalId,
+        rows: ConstantRows,
+        on_conflict: Option<OnConflict>,
+    },
 }
 
 impl GenericPlan {
@@ -112,7 +128,10 @@ impl Coordinator {
     ) -> Result<Option<ExecuteResponse>, CoordError> {
         if !matches!(
             statement,
-            Statement::Select(_) | Statement::Update(_) | Statement::Delete(_)
+            Statement::Select(_)
+                | Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
         ) {
             return Ok(None);
         }
@@ -124,65 +143,113 @@ impl Coordinator {
             return Ok(None);
         };
         let types: Vec<DataType> = values.iter().map(|(_, t)| t.clone()).collect();
-        let Some(template) = self.point_template(session, statement, plan, &types).await else {
+        let Some(generic) = self.generic_plan(session, statement, plan, &types).await else {
             return Ok(None);
         };
-        let Some(point) = template.bind(&parameters) else {
-            return Ok(None);
-        };
-        let search = RowSearch::Point(&point);
-        let response = match statement {
-            Statement::Select(_) => self.select_point(session, &point).await?,
-            Statement::Update(update) => {
-                self.write(session, WriteStatement::Update(update, search))
+        let response = match (statement, generic.as_ref()) {
+            (
+                Statement::Insert(insert),
+                Generic::Rows {
+                    table,
+                    rows,
+                    on_conflict,
+                },
+            ) => {
+                let Some(rows) = rows.compute(&parameters) else {
+                    return Ok(None);
+                };
+                let rows = InsertRows::Computed {
+                    table: *table,
+                    rows: &rows.map_err(sql::SqlError::from)?,
+                    on_conflict,
+                };
+                self.write(session, WriteStatement::Insert(insert, rows))
                     .await?
             }
-            Statement::Delete(delete) => {
-                self.write(session, WriteStatement::Delete(delete, search))
-                    .await?
+            (statement, Generic::Point(template)) => {
+                let Some(point) = template.bind(&parameters) else {
+                    return Ok(None);
+                };
+                let search = RowSearch::Point(&point);
+                match statement {
+                    Statement::Select(_) => self.select_point(session, &point).await?,
+                    Statement::Update(update) => {
+                        self.write(session, WriteStatement::Update(update, search))
+                            .await?
+                    }
+                    Statement::Delete(delete) => {
+                        self.write(session, WriteStatement::Delete(delete, search))
+                            .await?
+                    }
+                    _ => return Ok(None),
+                }
             }
             _ => return Ok(None),
         };
         Ok(Some(response))
     }
 
-    /// The point query of `statement`'s generic plan, its parameters of `types`; made again
-    /// if the catalog or the session's settings changed since it was made.
-    async fn point_template(
+    /// The generic plan of `statement`, its parameters of `types`; made again if the catalog
+    /// or the session's settings changed since it was made.
+    async fn generic_plan(
         &self,
         session: &mut Session,
         statement: &Statement,
         plan: &GenericPlan,
         types: &[DataType],
-    ) -> Option<Arc<PointQueryTemplate>> {
+    ) -> Option<Arc<Generic>> {
         // Read before planning: a change while planning leaves the plan stale, not wrong.
         let catalog_generation = crate::catalog::read(&self.catalog).generation();
         let planning_session = self.planning_session(session);
         if let Some(made) = plan.current(catalog_generation, &planning_session) {
-            return made.point.clone();
+            return made.generic.clone();
         }
-        let context = self.query_context(session, &PendingWrites::default());
-        let ctx = context.plan_context().with_parameter_types(types);
-        let planned = match statement {
-            Statement::Select(query) => query.plan(&ctx).await.ok(),
-            Statement::Update(update) => match self.writable_table(session, &update.table) {
-                Ok((table, _)) => update.plan(&ctx, &table.name).await.ok(),
-                Err(_) => None,
-            },
-            Statement::Delete(delete) => match self.writable_table(session, &delete.table) {
-                Ok((table, _)) => delete.plan(&ctx, &table.name).await.ok(),
-                Err(_) => None,
-            },
-            _ => None,
-        };
-        let point = planned
-            .and_then(|planned| PointQueryTemplate::from_plan(&context.state, &planned))
+        let generic = self
+            .make_generic(session, statement, types)
+            .await
             .map(Arc::new);
         plan.replace(Arc::new(MadePlan {
             catalog_generation,
             session: planning_session,
-            point: point.clone(),
+            generic: generic.clone(),
         }));
-        point
+        generic
+    }
+
+    /// Plans `statement` with its parameters of `types`; `None` if it has no generic plan.
+    async fn make_generic(
+        &self,
+        session: &mut Session,
+        statement: &Statement,
+        types: &[DataType],
+    ) -> Option<Generic> {
+        let context = self.query_context(session, &PendingWrites::default());
+        let ctx = context.plan_context().with_parameter_types(types);
+        let state = &context.state;
+        let point = |planned: LogicalPlan| PointQueryTemplate::from_plan(state, &planned);
+        match statement {
+            Statement::Select(query) => point(query.plan(&ctx).await.ok()?).map(Generic::Point),
+            Statement::Update(update) => {
+                let (table, _) = self.writable_table(session, &update.table).ok()?;
+                point(update.plan(&ctx, &table.name).await.ok()?).map(Generic::Point)
+            }
+            Statement::Delete(delete) => {
+                let (table, _) = self.writable_table(session, &delete.table).ok()?;
+                point(delete.plan(&ctx, &table.name).await.ok()?).map(Generic::Point)
+            }
+            Statement::Insert(insert) => {
+                let (table, codecs) = self.writable_table(session, &insert.table).ok()?;
+                let planned = insert.plan(&ctx, &codecs.insert_target()).await.ok()?;
+                if matches!(planned.on_conflict, Some(OnConflict::DoUpdate(_))) {
+                    return None;
+                }
+                Some(Generic::Rows {
+                    table: table.id,
+                    rows: ConstantRows::from_plan(state, &planned.rows)?,
+                    on_conflict: planned.on_conflict,
+                })
+            }
+            _ => None,
+        }
     }
 }

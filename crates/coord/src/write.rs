@@ -10,6 +10,7 @@ use std::sync::Arc;
 use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use repr::{consolidate, Diff, GlobalId, ItemKind, Row};
 use sql::{Delete, Insert, ObjectRef, OnConflict, SqlError, Update};
@@ -84,7 +85,9 @@ impl Coordinator {
         let mut conflicts = 0;
         loop {
             let result = match statement {
-                WriteStatement::Insert(insert) => self.insert(session, insert, attempt).await,
+                WriteStatement::Insert(insert, rows) => {
+                    self.insert(session, insert, rows, attempt).await
+                }
                 WriteStatement::Update(update, search) => {
                     self.update(session, update, search, attempt).await
                 }
@@ -110,19 +113,34 @@ impl Coordinator {
         &self,
         session: &mut Session,
         insert: &Insert,
+        rows: InsertRows<'_>,
         attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &insert.table)?;
         let (access, hold, snapshot) = self.begin_write(session, attempt).await;
         let context =
             self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
-        let planned = insert
-            .plan(&context.plan_context(), &codecs.insert_target())
-            .await?;
-        let (_, batches) = crate::read::execute_plan(&context.state, planned.rows).await?;
+        let (batches, on_conflict) = match rows {
+            InsertRows::Planned => {
+                let planned = insert
+                    .plan(&context.plan_context(), &codecs.insert_target())
+                    .await?;
+                (
+                    rows_of(&context.state, planned.rows).await?,
+                    planned.on_conflict,
+                )
+            }
+            // The table was replaced since the generic plan was checked.
+            InsertRows::Computed { table: id, .. } if id != table.id => {
+                return Err(CoordError::SerializationFailure(table.name.clone()))
+            }
+            InsertRows::Computed {
+                rows, on_conflict, ..
+            } => (vec![rows.clone()], on_conflict.clone()),
+        };
         let batch = conform(&codecs.schema, &batches)?;
         check_not_null(&codecs, &batch)?;
-        let (writes, count) = match planned.on_conflict {
+        let (writes, count) = match on_conflict {
             None => (
                 self.plain_insert(&snapshot, &codecs, &table, &batch)
                     .await?,
@@ -381,6 +399,30 @@ impl Coordinator {
     }
 }
 
+/// The rows `plan` computes; rows of constants are computed without planning them the
+/// general way (see [`sql::ConstantRows`]).
+async fn rows_of(state: &SessionState, plan: LogicalPlan) -> Result<Vec<RecordBatch>, CoordError> {
+    if let Some(rows) =
+        sql::ConstantRows::from_plan(state, &plan).and_then(|rows| rows.compute(&[]))
+    {
+        return Ok(vec![rows.map_err(SqlError::from)?]);
+    }
+    Ok(crate::read::execute_plan(state, plan).await?.1)
+}
+
+/// Where an INSERT's rows come from.
+#[derive(Clone, Copy)]
+pub(crate) enum InsertRows<'a> {
+    /// From planning the statement.
+    Planned,
+    /// Computed by the statement's generic plan, made for `table`.
+    Computed {
+        table: GlobalId,
+        rows: &'a RecordBatch,
+        on_conflict: &'a Option<OnConflict>,
+    },
+}
+
 /// How an UPDATE or DELETE finds the rows it changes.
 #[derive(Clone, Copy)]
 pub(crate) enum RowSearch<'a> {
@@ -416,7 +458,7 @@ const OPTIMISTIC_ATTEMPTS: u32 = 3;
 
 /// A statement that writes a table.
 pub(crate) enum WriteStatement<'a> {
-    Insert(&'a Insert),
+    Insert(&'a Insert, InsertRows<'a>),
     Update(&'a Update, RowSearch<'a>),
     Delete(&'a Delete, RowSearch<'a>),
 }

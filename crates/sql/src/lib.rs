@@ -17,6 +17,7 @@
 mod bag_set_operations;
 mod bind;
 pub mod catalog;
+mod constant_rows;
 pub mod correlated_subqueries;
 mod error;
 mod expression_rewrites;
@@ -44,6 +45,7 @@ mod temporal_filters;
 mod types;
 
 pub use bind::parameter_value;
+pub use constant_rows::ConstantRows;
 pub use error::SqlError;
 pub use key_parameters::KeyParameters;
 pub use lower::lower;

@@ -199,7 +199,7 @@ impl PointQueryTemplate {
 
 /// `expr` with each `$n` placeholder replaced by `parameters[n - 1]`; `None` if there is no
 /// such parameter or its type is not the placeholder's.
-fn with_parameters(expr: &Expr, parameters: &[ScalarValue]) -> Option<Expr> {
+pub(crate) fn with_parameters(expr: &Expr, parameters: &[ScalarValue]) -> Option<Expr> {
     expr.clone()
         .transform(|expr| {
             let Expr::Placeholder(Placeholder { id, field }) = &expr else {
@@ -234,7 +234,7 @@ fn scanned_relation(plan: &LogicalPlan) -> Option<Arc<dyn TableProvider>> {
 
 /// Whether `expr` is computed from one row (and parameters) alone: no subquery, aggregate,
 /// window, unnest or lambda anywhere in it.
-fn is_row_expression(expr: &Expr) -> bool {
+pub(crate) fn is_row_expression(expr: &Expr) -> bool {
     !expr
         .exists(|e| {
             Ok(matches!(
