@@ -10,11 +10,12 @@
 //!
 //! A simple query whose key is a literal (`… WHERE id = 42`) shares the generic plan of its
 //! shape (`… WHERE id = $1`, see [`sql::KeyParameters`]) with the session's other queries of
-//! that shape.
+//! that shape, from the second time the session runs that shape.
 //!
 //! A generic plan holds while the catalog does not change and the session plans as it did
 //! (the same settings, hence the same planning state); otherwise it is made again.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -79,26 +80,34 @@ impl GenericPlan {
     }
 }
 
-/// The generic plans of a session's simple queries, by shape.
+/// The generic plans of a session's simple queries, by shape. A shape gets a plan the second
+/// time it is seen: a statement whose shape never repeats (its other literals differ each
+/// time) is not planned twice.
 #[derive(Debug, Default)]
-pub(crate) struct ShapePlans(HashMap<String, Arc<GenericPlan>>);
+pub(crate) struct ShapePlans(HashMap<String, Option<Arc<GenericPlan>>>);
 
-/// How many shapes a session keeps plans for; past it, they are all forgotten.
+/// How many shapes a session remembers; past it, it forgets them all.
 const MAX_SHAPE_PLANS: usize = 256;
 
 impl ShapePlans {
-    /// The plan of `shape`, new if the session has none.
-    fn plan_for(&mut self, shape: String) -> Arc<GenericPlan> {
+    /// The plan of `shape`; `None` the first time the shape is seen.
+    fn plan_for(&mut self, shape: String) -> Option<Arc<GenericPlan>> {
         if self.0.len() >= MAX_SHAPE_PLANS && !self.0.contains_key(&shape) {
             self.0.clear();
         }
-        self.0.entry(shape).or_default().clone()
+        match self.0.entry(shape) {
+            Entry::Vacant(first) => {
+                first.insert(None);
+                None
+            }
+            Entry::Occupied(mut seen) => Some(seen.get_mut().get_or_insert_default().clone()),
+        }
     }
 }
 
 impl Coordinator {
     /// Runs a simple query whose key literals are parameters through the generic plan of
-    /// its shape; `None` if it has none, or the statement no key literals.
+    /// its shape; `None` if it has none (yet), or the statement no key literals.
     pub(crate) async fn execute_shape(
         &self,
         session: &mut Session,
@@ -107,7 +116,9 @@ impl Coordinator {
         let Some(parameterized) = statement.with_key_parameters() else {
             return Ok(None);
         };
-        let plan = session.shape_plans.plan_for(parameterized.shape);
+        let Some(plan) = session.shape_plans.plan_for(parameterized.shape) else {
+            return Ok(None);
+        };
         self.execute_generic(
             session,
             &parameterized.statement,
