@@ -186,20 +186,27 @@ pub fn is_zero_based_vector(field: &Field) -> bool {
     )
 }
 
-/// The type modifier of a column (`pg_attribute.atttypmod`, RowDescription's typmod):
-/// `(precision << 16 | scale) + 4` for numeric, the declared length + 4 for varchar, else -1.
+/// The type modifier of a column (`pg_attribute.atttypmod`, RowDescription's typmod), from
+/// its declared type: `(precision << 16 | scale) + 4` for `numeric(p,s)`, the length + 4 for
+/// `varchar(n)`, else -1 (as for every expression's result, `sum(price)` included).
 pub fn type_modifier(field: &Field) -> i32 {
-    match field.data_type() {
-        DataType::Decimal128(precision, scale) => {
-            ((i32::from(*precision) << 16) | i32::from(*scale as u8)) + 4
-        }
-        _ => field
-            .metadata()
-            .get(DECLARED_TYPE_KEY)
-            .and_then(|declared| declared.strip_prefix("character varying("))
-            .and_then(|rest| rest.strip_suffix(')'))
-            .and_then(|n| n.parse::<i32>().ok())
-            .map_or(-1, |n| n + 4),
+    let Some(declared) = field.metadata().get(DECLARED_TYPE_KEY) else {
+        return -1;
+    };
+    let arguments = |prefix: &str| {
+        declared
+            .strip_prefix(prefix)?
+            .strip_suffix(')')?
+            .split(',')
+            .map(|n| n.trim().parse::<i32>().ok())
+            .collect::<Option<Vec<_>>>()
+    };
+    if let Some([precision, scale]) = arguments("numeric(").as_deref() {
+        return ((precision << 16) | scale) + 4;
+    }
+    match arguments("character varying(").as_deref() {
+        Some([length]) => length + 4,
+        _ => -1,
     }
 }
 
@@ -221,7 +228,21 @@ pub fn format_type(field: &Field) -> String {
     if let Some(declared) = field.metadata().get(DECLARED_TYPE_KEY) {
         return declared.clone();
     }
-    format_data_type(field.data_type())
+    match field.data_type() {
+        // An expression's numeric has no precision or scale in PostgreSQL.
+        DataType::Decimal128(..) | DataType::Decimal256(..) => "numeric".into(),
+        other => format_data_type(other),
+    }
+}
+
+/// The SQL type that stores this field's values exactly, for a column made from it: its
+/// declared type, else its Arrow type's (`numeric(p,s)` for a decimal, where [`format_type`]
+/// says `numeric`).
+pub fn storage_type(field: &Field) -> String {
+    match field.metadata().get(DECLARED_TYPE_KEY) {
+        Some(declared) => declared.clone(),
+        None => format_data_type(field.data_type()),
+    }
 }
 
 /// `format_type` for a bare Arrow type.
@@ -261,6 +282,33 @@ mod tests {
             "numeric(12,2)"
         );
         assert_eq!(pg_type_of(&DataType::Decimal128(12, 2)), NUMERIC);
+    }
+
+    #[test]
+    fn only_declared_columns_have_a_type_modifier() {
+        let declared = |name: &str, data_type: DataType, declared: &str| {
+            Field::new(name, data_type, true).with_metadata(std::collections::HashMap::from([(
+                DECLARED_TYPE_KEY.to_string(),
+                declared.to_string(),
+            )]))
+        };
+        let price = declared("price", DataType::Decimal128(12, 2), "numeric(12,2)");
+        assert_eq!(
+            (type_modifier(&price), format_type(&price)),
+            ((12 << 16 | 2) + 4, "numeric(12,2)".into())
+        );
+        let any = declared("any", DataType::Decimal128(38, 10), "numeric");
+        assert_eq!(
+            (type_modifier(&any), format_type(&any)),
+            (-1, "numeric".into())
+        );
+        let total = Field::new("total", DataType::Decimal128(22, 2), true);
+        assert_eq!(
+            (type_modifier(&total), format_type(&total)),
+            (-1, "numeric".into())
+        );
+        let name = declared("name", DataType::Utf8, "character varying(10)");
+        assert_eq!(type_modifier(&name), 14);
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub fn column_field(
     })
 }
 
-/// The Postgres type name to keep in metadata, for types Arrow cannot tell apart from `text`.
+/// The Postgres type name to keep in metadata: for types Arrow cannot tell apart from `text`,
+/// and for `numeric`, whose declared precision and scale (or their absence) a column keeps
+/// while an expression's result has none.
 fn remembered_name(declared: &ast::DataType) -> Option<String> {
     use ast::DataType as T;
     match declared {
@@ -37,6 +39,11 @@ fn remembered_name(declared: &ast::DataType) -> Option<String> {
                 .to_lowercase()
                 .replace("varchar", "character varying"),
         ),
+        T::Numeric(info) | T::Decimal(info) | T::Dec(info) => Some(match info {
+            ExactNumberInfo::None => "numeric".into(),
+            ExactNumberInfo::Precision(p) => format!("numeric({p},0)"),
+            ExactNumberInfo::PrecisionAndScale(p, s) => format!("numeric({p},{s})"),
+        }),
         T::JSON => Some("json".into()),
         T::JSONB => Some("jsonb".into()),
         T::Uuid => Some("uuid".into()),

@@ -212,7 +212,7 @@ impl CreateTableFromSource {
                 format!(
                     "\"{}\" {}{}",
                     field.name().replace('"', "\"\""),
-                    repr::pg_type::format_type(field),
+                    repr::pg_type::storage_type(field),
                     if field.is_nullable() { "" } else { " NOT NULL" }
                 )
             })
