@@ -13,6 +13,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::context::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
+use repr::Timestamp;
 use sql::catalog::SnapshotContext;
 use system_catalog::{CatalogReader, SessionInfo};
 
@@ -58,13 +59,7 @@ impl Coordinator {
         overlay: &PendingWrites,
         reads: Option<Arc<ReadSet>>,
     ) -> QueryContext {
-        let reader = ArrangementReader {
-            compute: self.compute.clone(),
-            streams: self.streams.clone(),
-            time: hold.time(),
-            overlay: overlay.tables.clone().into_iter().collect(),
-            reads,
-        };
+        let reader = self.snapshot_reader(hold.time(), overlay, reads);
         let (mut state, info) = self.session_state(session);
         let default_schema = {
             let catalog = read(&self.catalog);
@@ -83,6 +78,24 @@ impl Coordinator {
             hold,
             session: info,
             catalog: Arc::new(SharedCatalog(self.catalog.clone())),
+        }
+    }
+
+    /// A reader of the arrangements at `time`, with `overlay` laid over them, recording what
+    /// it reads in `reads` if given: what a query's scans read through, and all a point query
+    /// planned already needs.
+    pub(crate) fn snapshot_reader(
+        &self,
+        time: Timestamp,
+        overlay: &PendingWrites,
+        reads: Option<Arc<ReadSet>>,
+    ) -> ArrangementReader {
+        ArrangementReader {
+            compute: self.compute.clone(),
+            streams: self.streams.clone(),
+            time,
+            overlay: overlay.tables.clone().into_iter().collect(),
+            reads,
         }
     }
 

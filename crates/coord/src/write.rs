@@ -4,7 +4,6 @@
 //! against a snapshot of the tables, then committed (see [`crate::commit`]).
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::sync::Arc;
 
 use compute::PeekFilter;
@@ -19,10 +18,10 @@ use crate::catalog::Item;
 use crate::commit::{WriteAttempt, WriteSnapshot};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
-use crate::query_context::QueryContext;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
+use crate::timestamps::ReadHold;
 
 impl Coordinator {
     /// The writable table `name` refers to.
@@ -291,13 +290,14 @@ impl Coordinator {
         let (table, codecs) = self.writable_table(session, &update.table)?;
         let assigned = assigned_positions(update, &codecs, &table.name)?;
         let (access, hold, snapshot) = self.begin_write(session, attempt).await;
-        let context =
-            self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
-        let batch = search
-            .rows(
-                &context,
+        let (batch, hold) = self
+            .rows_to_change(
+                session,
+                Changed::Update(update),
+                search,
                 &table,
-                update.plan(&context.plan_context(), &table.name),
+                hold,
+                &snapshot,
             )
             .await?;
         let width = codecs.schema.fields().len();
@@ -331,7 +331,7 @@ impl Coordinator {
             .map(|r| (r, -1))
             .chain(new_rows.into_iter().map(|r| (r, 1)))
             .collect();
-        drop(context);
+        drop(hold);
         self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(ExecuteResponse::command(format!("UPDATE {count}")))
@@ -377,13 +377,14 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &delete.table)?;
         let (access, hold, snapshot) = self.begin_write(session, attempt).await;
-        let context =
-            self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
-        let batch = search
-            .rows(
-                &context,
+        let (batch, hold) = self
+            .rows_to_change(
+                session,
+                Changed::Delete(delete),
+                search,
                 &table,
-                delete.plan(&context.plan_context(), &table.name),
+                hold,
+                &snapshot,
             )
             .await?;
         let rows = codecs
@@ -392,7 +393,7 @@ impl Coordinator {
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let count = rows.len();
         let writes = rows.into_iter().map(|r| (r, -1)).collect();
-        drop(context);
+        drop(hold);
         self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;
         Ok(ExecuteResponse::command(format!("DELETE {count}")))
@@ -432,24 +433,62 @@ pub(crate) enum RowSearch<'a> {
     Point(&'a sql::PointQuery),
 }
 
-impl RowSearch<'_> {
-    /// The rows of `table` found (with an UPDATE's new values beside them) in `context`'s
-    /// snapshot; `plan`, the statement's SELECT, is planned only if the search plans.
-    async fn rows(
+/// The statement whose rows [`Coordinator::rows_to_change`] finds.
+#[derive(Clone, Copy)]
+enum Changed<'a> {
+    Update(&'a Update),
+    Delete(&'a Delete),
+}
+
+impl Changed<'_> {
+    /// The SELECT finding the rows, over table `table_name`.
+    async fn plan(
         self,
-        context: &QueryContext,
+        ctx: &sql::PlanContext<'_>,
+        table_name: &str,
+    ) -> Result<LogicalPlan, SqlError> {
+        match self {
+            Changed::Update(update) => update.plan(ctx, table_name).await,
+            Changed::Delete(delete) => delete.plan(ctx, table_name).await,
+        }
+    }
+}
+
+impl Coordinator {
+    /// The rows of `table` that `changed` changes (with an UPDATE's new values beside them),
+    /// read at `hold`'s time in `snapshot`, with the hold (which keeps that time readable for
+    /// the write's key checks). Only a planned search builds a DataFusion session.
+    async fn rows_to_change(
+        &self,
+        session: &Session,
+        changed: Changed<'_>,
+        search: RowSearch<'_>,
         table: &Item,
-        plan: impl Future<Output = Result<LogicalPlan, SqlError>>,
-    ) -> Result<RecordBatch, CoordError> {
-        let (schema, batches) = match self {
-            RowSearch::Planned => crate::read::execute_plan(&context.state, plan.await?).await?,
+        hold: ReadHold,
+        snapshot: &WriteSnapshot,
+    ) -> Result<(RecordBatch, ReadHold), CoordError> {
+        let (schema, batches, hold) = match search {
+            RowSearch::Planned => {
+                let context =
+                    self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
+                let plan = changed.plan(&context.plan_context(), &table.name).await?;
+                let (schema, batches) = crate::read::execute_plan(&context.state, plan).await?;
+                (schema, batches, context.hold)
+            }
             // The table was replaced since the generic plan was checked.
             RowSearch::Point(point) if point.relation_id() != Some(table.id) => {
                 return Err(CoordError::SerializationFailure(table.name.clone()))
             }
-            RowSearch::Point(point) => point.execute(&context.state).await?,
+            RowSearch::Point(point) => {
+                let reader =
+                    self.snapshot_reader(hold.time(), &snapshot.overlay, snapshot.reads.clone());
+                let (schema, batches) = point.read(&reader).await?;
+                (schema, batches, hold)
+            }
         };
-        concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))
+        let batch =
+            concat_batches(&schema, &batches).map_err(|e| CoordError::Internal(e.to_string()))?;
+        Ok((batch, hold))
     }
 }
 

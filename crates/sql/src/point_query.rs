@@ -37,7 +37,7 @@ use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 
 use repr::GlobalId;
 
-use crate::catalog::{as_relation, KeyLookup, SnapshotContext};
+use crate::catalog::{as_relation, KeyLookup, SnapshotContext, SnapshotReader};
 
 /// A query that reads the rows of one key of one relation, ready to run.
 #[derive(Debug)]
@@ -75,21 +75,21 @@ impl PointQuery {
         as_relation(self.relation.as_ref()).map(|relation| relation.id)
     }
 
-    /// Reads the key's rows through the query's snapshot and computes the result: its schema
-    /// and rows.
+    /// Reads the key's rows through the query's snapshot (the state's [`SnapshotContext`])
+    /// and computes the result: its schema and rows.
     pub async fn execute(&self, state: &SessionState) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-        let relation = as_relation(self.relation.as_ref())
-            .ok_or_else(|| DataFusionError::Internal("a point query lost its relation".into()))?;
         let reader = state
             .config()
             .get_extension::<SnapshotContext>()
-            .ok_or_else(|| {
-                DataFusionError::Plan(format!(
-                    "relation \"{}\" cannot be read here",
-                    relation.name
-                ))
-            })?;
-        let rows = reader.0.read(relation, Some(self.lookup.clone())).await?;
+            .ok_or_else(|| DataFusionError::Plan("no snapshot to read a point query in".into()))?;
+        self.read(reader.0.as_ref()).await
+    }
+
+    /// Reads the key's rows through `reader` and computes the result: its schema and rows.
+    pub async fn read(&self, reader: &dyn SnapshotReader) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        let relation = as_relation(self.relation.as_ref())
+            .ok_or_else(|| DataFusionError::Internal("a point query lost its relation".into()))?;
+        let rows = reader.read(relation, Some(self.lookup.clone())).await?;
         let rows = concat_batches(&self.relation.schema(), &rows)?;
         let matches = self
             .predicate
