@@ -153,8 +153,7 @@ impl Coordinator {
         else {
             return Ok(None);
         };
-        let types: Vec<DataType> = values.iter().map(|(_, t)| t.clone()).collect();
-        let Some(generic) = self.generic_plan(session, statement, plan, &types).await else {
+        let Some(generic) = self.generic_plan(session, statement, plan, values).await else {
             return Ok(None);
         };
         let response = match (statement, generic.as_ref()) {
@@ -200,14 +199,14 @@ impl Coordinator {
         Ok(Some(response))
     }
 
-    /// The generic plan of `statement`, its parameters of `types`; made again if the catalog
-    /// or the session's settings changed since it was made.
+    /// The generic plan of `statement`, its parameters of the types of `values`; made again
+    /// if the catalog or the session's settings changed since it was made.
     async fn generic_plan(
         &self,
         session: &mut Session,
         statement: &Statement,
         plan: &GenericPlan,
-        types: &[DataType],
+        values: &[(Option<String>, DataType)],
     ) -> Option<Arc<Generic>> {
         // Read before planning: a change while planning leaves the plan stale, not wrong.
         let catalog_generation = crate::catalog::read(&self.catalog).generation();
@@ -215,8 +214,9 @@ impl Coordinator {
         if let Some(made) = plan.current(catalog_generation, &planning_session) {
             return made.generic.clone();
         }
+        let types: Vec<DataType> = values.iter().map(|(_, t)| t.clone()).collect();
         let generic = self
-            .make_generic(session, statement, types)
+            .make_generic(session, statement, &types)
             .await
             .map(Arc::new);
         plan.replace(Arc::new(MadePlan {

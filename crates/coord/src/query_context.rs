@@ -107,7 +107,7 @@ impl Coordinator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .filter(|cached| cached.info.settings == session.variables)
+            .filter(|cached| cached.is_for(session))
             .map(|cached| cached.info.clone());
         cached.unwrap_or_else(|| self.session_state(session).1)
     }
@@ -120,10 +120,7 @@ impl Coordinator {
             .planning_state
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some(cached) = cached
-            .as_ref()
-            .filter(|cached| cached.info.settings == session.variables)
-        {
+        if let Some(cached) = cached.as_ref().filter(|cached| cached.is_for(session)) {
             // What `set_config` changed in an earlier statement is applied or forgotten.
             cached
                 .info
@@ -164,6 +161,13 @@ impl Coordinator {
 pub(crate) struct PlanningState {
     info: Arc<SessionInfo>,
     state: SessionState,
+}
+
+impl PlanningState {
+    /// Whether it plans as `session` does now (built for the settings it has).
+    fn is_for(&self, session: &Session) -> bool {
+        self.info.settings == session.variables
+    }
 }
 
 /// What the catalogs and functions see of `session`.

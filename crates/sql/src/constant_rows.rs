@@ -18,12 +18,9 @@ use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::execution_props::ExecutionProps;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{ColumnarValue, Expr, LogicalPlan};
-use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
-use datafusion::physical_expr::create_physical_expr;
 
-use crate::point_query::{is_row_expression, with_parameters};
+use crate::point_query::{is_row_expression, with_parameters, PhysicalRowExpressions};
 
 /// Rows computed from constants and `$n` parameters: an analyzed plan of projections over
 /// VALUES.
@@ -95,12 +92,13 @@ impl Evaluation<'_> {
                     vec![],
                     &RecordBatchOptions::new().with_row_count(Some(1)),
                 )?;
-                let empty = DFSchema::empty();
+                let empty = Arc::new(DFSchema::empty());
+                let expressions = PhysicalRowExpressions::new(&empty, self.config, self.props);
                 let mut columns: Vec<Vec<ScalarValue>> =
                     vec![Vec::new(); values.schema.fields().len()];
                 for row in &values.values {
                     for (column, expr) in columns.iter_mut().zip(row) {
-                        let Some(value) = self.evaluate(expr, &empty, &none)? else {
+                        let Some(value) = self.evaluate(&expressions, expr, &none)? else {
                             return Ok(None);
                         };
                         column.push(ScalarValue::try_from_array(&value, 0)?);
@@ -120,10 +118,11 @@ impl Evaluation<'_> {
                 let Some(input) = self.rows(&projection.input)? else {
                     return Ok(None);
                 };
+                let expressions =
+                    PhysicalRowExpressions::new(projection.input.schema(), self.config, self.props);
                 let mut arrays = Vec::with_capacity(projection.expr.len());
                 for expr in &projection.expr {
-                    let Some(array) = self.evaluate(expr, projection.input.schema(), &input)?
-                    else {
+                    let Some(array) = self.evaluate(&expressions, expr, &input)? else {
                         return Ok(None);
                     };
                     arrays.push(array);
@@ -137,31 +136,18 @@ impl Evaluation<'_> {
         }
     }
 
-    /// `expr` (over `schema`) evaluated over `input`, one value per row; `Ok(None)` if the
-    /// parameters do not fit it.
+    /// `expr` evaluated over `input` (its rows, in the schema `expressions` are over), one
+    /// value per row; `Ok(None)` if the parameters do not fit it.
     fn evaluate(
         &self,
+        expressions: &PhysicalRowExpressions<'_>,
         expr: &Expr,
-        schema: &DFSchema,
         input: &RecordBatch,
     ) -> Result<Option<ArrayRef>> {
         let Some(expr) = with_parameters(expr, self.parameters) else {
             return Ok(None);
         };
-        let simplifier = ExprSimplifier::new(
-            SimplifyContext::builder()
-                .with_schema(Arc::new(schema.clone()))
-                .with_config_options(self.config.clone())
-                .with_query_execution_start_time(self.props.query_execution_start_time)
-                .build(),
-        );
-        let physical = create_physical_expr(
-            &simplifier.simplify(expr)?,
-            schema,
-            self.props,
-            &PhysicalPlanningContext::default(),
-        )?;
-        let value = match physical.evaluate(input)? {
+        let value = match expressions.physical(expr)?.evaluate(input)? {
             ColumnarValue::Array(array) => array,
             ColumnarValue::Scalar(scalar) => scalar.to_array_of_size(input.num_rows())?,
         };

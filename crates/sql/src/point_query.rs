@@ -164,22 +164,8 @@ impl PointQueryTemplate {
         let predicate = with_parameters(&self.predicate, parameters)?;
         let lookup =
             as_relation(self.relation.as_ref())?.lookup_for(std::slice::from_ref(&predicate))?;
-        let simplifier = ExprSimplifier::new(
-            SimplifyContext::builder()
-                .with_schema(self.input_schema.clone())
-                .with_config_options(self.config.clone())
-                .with_query_execution_start_time(props.query_execution_start_time)
-                .build(),
-        );
-        let physical = |expr: Expr| {
-            create_physical_expr(
-                &simplifier.simplify(expr).ok()?,
-                &self.input_schema,
-                props,
-                &PhysicalPlanningContext::default(),
-            )
-            .ok()
-        };
+        let expressions = PhysicalRowExpressions::new(&self.input_schema, &self.config, props);
+        let physical = |expr: Expr| expressions.physical(expr).ok();
         let predicate = physical(predicate)?;
         let select_list = self
             .select_list
@@ -194,6 +180,47 @@ impl PointQueryTemplate {
             select_list,
             schema,
         })
+    }
+}
+
+/// Analyzed expressions over one schema made physical as the optimizer and the physical
+/// planner would make them: simplified first (some functions exist only as rewrites).
+pub(crate) struct PhysicalRowExpressions<'a> {
+    simplifier: ExprSimplifier,
+    schema: &'a DFSchemaRef,
+    props: &'a ExecutionProps,
+}
+
+impl<'a> PhysicalRowExpressions<'a> {
+    /// Expressions over `schema`, evaluated with `config` in a statement started as `props`
+    /// says.
+    pub(crate) fn new(
+        schema: &'a DFSchemaRef,
+        config: &Arc<ConfigOptions>,
+        props: &'a ExecutionProps,
+    ) -> Self {
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(schema.clone())
+                .with_config_options(config.clone())
+                .with_query_execution_start_time(props.query_execution_start_time)
+                .build(),
+        );
+        PhysicalRowExpressions {
+            simplifier,
+            schema,
+            props,
+        }
+    }
+
+    /// `expr` simplified and made physical.
+    pub(crate) fn physical(&self, expr: Expr) -> Result<Arc<dyn PhysicalExpr>> {
+        create_physical_expr(
+            &self.simplifier.simplify(expr)?,
+            self.schema,
+            self.props,
+            &PhysicalPlanningContext::default(),
+        )
     }
 }
 
