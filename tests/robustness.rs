@@ -334,3 +334,27 @@ async fn a_bind_with_the_wrong_number_of_values_is_08p01() {
         .expect("a data row");
     assert_eq!(&row.body[row.body.len() - 1..], b"3");
 }
+
+/// Replies to Parse, Bind, Describe and Execute wait for Sync or Flush, as in PostgreSQL: a
+/// pipelining client gets them in one write, not one write per message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_query_replies_wait_for_sync_or_flush() {
+    use support::wire::{bind_body, execute_body, parse_body, RawConnection};
+    let server = TestServer::start();
+    let mut connection = RawConnection::connect(server.port());
+    connection.send(b'P', &parse_body("SELECT $1::int + 1"));
+    connection.send(b'D', b"S\0");
+    connection.send(b'B', &bind_body(&["41"]));
+    connection.send(b'E', &execute_body());
+    assert!(
+        !connection.receives_within(Duration::from_millis(300)),
+        "a reply came before Sync or Flush"
+    );
+    connection.send(b'H', &[]);
+    let kinds: Vec<u8> = (0..6).map(|_| connection.read_message().kind).collect();
+    assert_eq!(kinds, b"1tT2DC");
+    assert!(!connection.receives_within(Duration::from_millis(100)));
+    connection.send(b'S', &[]);
+    let messages = connection.read_until_ready();
+    assert_eq!(messages.len(), 1, "only ReadyForQuery follows Sync");
+}

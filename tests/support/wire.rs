@@ -61,22 +61,39 @@ impl RawConnection {
     pub fn read_until_ready(&mut self) -> Vec<Message> {
         let mut messages = Vec::new();
         loop {
-            let mut header = [0u8; 5];
-            self.stream
-                .read_exact(&mut header)
-                .expect("a message header");
-            let length = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
-            let mut body = vec![0u8; length - 4];
-            self.stream.read_exact(&mut body).expect("a message body");
-            let done = header[0] == b'Z';
-            messages.push(Message {
-                kind: header[0],
-                body,
-            });
+            let message = self.read_message();
+            let done = message.kind == b'Z';
+            messages.push(message);
             if done {
                 return messages;
             }
         }
+    }
+
+    /// Reads one message, waiting up to the connection's read timeout.
+    pub fn read_message(&mut self) -> Message {
+        let mut header = [0u8; 5];
+        self.stream
+            .read_exact(&mut header)
+            .expect("a message header");
+        let length = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; length - 4];
+        self.stream.read_exact(&mut body).expect("a message body");
+        Message {
+            kind: header[0],
+            body,
+        }
+    }
+
+    /// Whether any byte arrives within `wait`.
+    pub fn receives_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).expect("a timeout");
+        let mut byte = [0u8; 1];
+        let received = matches!(self.stream.peek(&mut byte), Ok(n) if n > 0);
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("a timeout");
+        received
     }
 }
 

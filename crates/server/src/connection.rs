@@ -24,15 +24,16 @@ use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DE
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{NoData, ParameterDescription};
-use pgwire::messages::extendedquery::Execute;
 use pgwire::messages::extendedquery::{
-    Describe, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::{CommandComplete, NoticeResponse};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
+use crate::held_replies::HeldReplies;
 use crate::params::{is_binary, parameter_text};
 use crate::rows::{data_rows, field_infos, parameter_field_of, wire_type};
 use crate::simple_query;
@@ -458,6 +459,60 @@ impl ExtendedQueryHandler for Connection {
         self.parser.clone()
     }
 
+    /// Stores the statement as pgwire does, holding ParseComplete until Sync.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            Some(statement) => client.portal_store().put_statement(Arc::new(statement)),
+            None => client.portal_store().put_empty_statement(name),
+        }
+        Ok(client
+            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?)
+    }
+
+    /// Binds the portal as pgwire does, holding BindComplete until Sync.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => {
+                let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            Some(Entry::Empty) => {
+                return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "ERROR".into(),
+                    "08P01".into(),
+                    format!(
+                        "bind message supplies {} parameters, but prepared statement \
+                         \"{statement_name}\" requires 0",
+                        message.parameters.len()
+                    ),
+                ))))
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        Ok(client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?)
+    }
+
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -474,7 +529,7 @@ impl ExtendedQueryHandler for Connection {
         };
         match streamed {
             Some(portal) => self.execute_streamed(client, &portal).await?,
-            None => self._on_execute(client, message).await?,
+            None => self._on_execute(&mut HeldReplies(client), message).await?,
         }
         // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
         // block); ReadyForQuery at Sync reports it.
@@ -491,6 +546,7 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let client = &mut HeldReplies(client);
         // A cursor DECLAREd with SQL is a portal too: clients Describe it by name.
         if message.target_type == TARGET_TYPE_BYTE_PORTAL {
             let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);

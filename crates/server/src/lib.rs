@@ -10,6 +10,7 @@
 
 mod connection;
 mod copy_out;
+mod held_replies;
 mod http;
 mod params;
 mod rows;

@@ -1,0 +1,117 @@
+//! Replies to the extended query protocol held until Sync, as PostgreSQL holds them.
+//!
+//! A client pipelines Parse, Bind, Execute and Sync and reads nothing until ReadyForQuery,
+//! so the replies before it need no socket write of their own: [`HeldReplies`] passes every
+//! message to the connection's buffer but lets a flush through only while COPY FROM STDIN
+//! waits for the client (which sends nothing until it sees CopyInResponse). Sync and Flush
+//! flush as before, and a full buffer is still written out when it fills.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Sink;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, SessionExtensions};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::startup::SecretKey;
+use pgwire::messages::{PgWireBackendMessage, ProtocolVersion};
+use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
+
+/// A client connection whose flushes wait for Sync; see the module documentation.
+pub(crate) struct HeldReplies<'a, C>(pub &'a mut C);
+
+impl<C: Sink<PgWireBackendMessage> + ClientInfo + Unpin> Sink<PgWireBackendMessage>
+    for HeldReplies<'_, C>
+{
+    type Error = C::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        Pin::new(&mut *self.0).poll_ready(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, item: PgWireBackendMessage) -> Result<(), C::Error> {
+        Pin::new(&mut *self.0).start_send(item)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        if matches!(self.0.state(), PgWireConnectionState::CopyInProgress(_)) {
+            return Pin::new(&mut *self.0).poll_flush(cx);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+        Pin::new(&mut *self.0).poll_close(cx)
+    }
+}
+
+impl<C: ClientPortalStore> ClientPortalStore for HeldReplies<'_, C> {
+    type PortalStore = C::PortalStore;
+
+    fn portal_store(&self) -> &Self::PortalStore {
+        self.0.portal_store()
+    }
+}
+
+impl<C: ClientInfo> ClientInfo for HeldReplies<'_, C> {
+    fn socket_addr(&self) -> SocketAddr {
+        self.0.socket_addr()
+    }
+
+    fn is_secure(&self) -> bool {
+        self.0.is_secure()
+    }
+
+    fn protocol_version(&self) -> ProtocolVersion {
+        self.0.protocol_version()
+    }
+
+    fn set_protocol_version(&mut self, version: ProtocolVersion) {
+        self.0.set_protocol_version(version)
+    }
+
+    fn pid_and_secret_key(&self) -> (i32, SecretKey) {
+        self.0.pid_and_secret_key()
+    }
+
+    fn set_pid_and_secret_key(&mut self, pid: i32, secret_key: SecretKey) {
+        self.0.set_pid_and_secret_key(pid, secret_key)
+    }
+
+    fn state(&self) -> PgWireConnectionState {
+        self.0.state()
+    }
+
+    fn set_state(&mut self, new_state: PgWireConnectionState) {
+        self.0.set_state(new_state)
+    }
+
+    fn transaction_status(&self) -> TransactionStatus {
+        self.0.transaction_status()
+    }
+
+    fn set_transaction_status(&mut self, new_status: TransactionStatus) {
+        self.0.set_transaction_status(new_status)
+    }
+
+    fn metadata(&self) -> &HashMap<String, String> {
+        self.0.metadata()
+    }
+
+    fn metadata_mut(&mut self) -> &mut HashMap<String, String> {
+        self.0.metadata_mut()
+    }
+
+    fn session_extensions(&self) -> &SessionExtensions {
+        self.0.session_extensions()
+    }
+
+    fn sni_server_name(&self) -> Option<&str> {
+        self.0.sni_server_name()
+    }
+
+    fn client_certificates<'a>(&self) -> Option<&[CertificateDer<'a>]> {
+        self.0.client_certificates()
+    }
+}
