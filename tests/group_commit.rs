@@ -136,6 +136,74 @@ async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
     );
 }
 
+/// Concurrent inserts of one UNIQUE value under different primary keys: exactly one wins,
+/// the others fail with 23505, however their optimistic reads interleave; and the constraint
+/// is still enforced after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_of_one_unique_value_succeed_exactly_once() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut server = TestServer::start_in(dir.path());
+    let setup = server.connect().await;
+    setup
+        .batch_execute(
+            "CREATE TABLE handles (id BIGINT PRIMARY KEY, handle BIGINT UNIQUE, client BIGINT)",
+        )
+        .await
+        .unwrap();
+
+    const HANDLES: i64 = 30;
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let connection = server.connect().await;
+        clients.push(tokio::spawn(async move {
+            let insert = connection
+                .prepare("INSERT INTO handles VALUES ($1, $2, $3)")
+                .await
+                .unwrap();
+            let mut won = 0;
+            for handle in 0..HANDLES {
+                let id = handle * 100 + client;
+                match connection.execute(&insert, &[&id, &handle, &client]).await {
+                    Ok(1) => won += 1,
+                    Ok(other) => panic!("INSERT reported {other} rows"),
+                    Err(e) => assert_eq!(
+                        e.code(),
+                        Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+                        "{e}"
+                    ),
+                }
+            }
+            won
+        }));
+    }
+    let mut won = 0;
+    for client in clients {
+        won += client.await.unwrap();
+    }
+    assert_eq!(won, HANDLES, "every handle was claimed exactly once");
+    assert_eq!(
+        rows(
+            &setup,
+            "SELECT count(*), count(DISTINCT handle) FROM handles"
+        )
+        .await,
+        vec![format!("{HANDLES}|{HANDLES}")]
+    );
+
+    drop(setup);
+    server.kill();
+    let server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    let error = client
+        .batch_execute("INSERT INTO handles VALUES (-1, 0, -1)")
+        .await
+        .expect_err("the unique index is rebuilt at restart");
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+    );
+}
+
 /// How a client of [`concurrent_writes_of_every_read_shape_stay_serializable`] writes.
 #[derive(Clone, Copy)]
 enum WriteShape {

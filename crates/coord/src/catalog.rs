@@ -9,7 +9,7 @@ use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
 use repr::{GlobalId, ItemKind, RelationDesc};
-use sql::catalog::{KeyedArrangement, RelationTable};
+use sql::catalog::{KeyedArrangement, RelationTable, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 
 use sql::ObjectRef;
@@ -190,10 +190,17 @@ impl Catalog {
         self.update_relation(relation, |table| table.lookups.push(lookup));
     }
 
-    /// Removes the lookups served by arrangement `arrangement`.
+    /// Adds a unique index that writes to a table are checked against.
+    pub fn add_unique_key(&mut self, relation: GlobalId, key: UniqueKey) {
+        self.update_relation(relation, |table| table.unique_keys.push(key));
+    }
+
+    /// Removes the lookups served by arrangement `arrangement`, and the unique key it
+    /// enforced.
     pub fn remove_lookup(&mut self, relation: GlobalId, arrangement: GlobalId) {
         self.update_relation(relation, |table| {
-            table.lookups.retain(|l| l.arrangement != arrangement)
+            table.lookups.retain(|l| l.arrangement != arrangement);
+            table.unique_keys.retain(|k| k.index != arrangement);
         });
     }
 
@@ -203,6 +210,7 @@ impl Catalog {
             if let ItemDetails::Relation(table) = &item.details {
                 let mut updated = arranged_relation(table.id, &table.name, table.desc.clone());
                 updated.lookups = table.lookups.clone();
+                updated.unique_keys = table.unique_keys.clone();
                 updated.defaults = table.defaults.clone();
                 change(&mut updated);
                 item.details = ItemDetails::Relation(Arc::new(updated));

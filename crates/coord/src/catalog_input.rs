@@ -46,6 +46,7 @@ fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
         ItemDetails::Index { on } => system_catalog::ItemDetails::Index {
             on: *on,
             columns: index_columns(catalog, item.id, *on),
+            unique: is_unique_index(catalog, item.id, *on),
         },
         ItemDetails::Schema => system_catalog::ItemDetails::Schema,
         ItemDetails::Subscription { from } => {
@@ -63,6 +64,14 @@ fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
 }
 
 /// The columns of relation `on` that index `index` arranges by (none if it is not there).
+/// Whether `index` is a unique index of `on`.
+fn is_unique_index(catalog: &Catalog, index: GlobalId, on: GlobalId) -> bool {
+    catalog
+        .get(on)
+        .and_then(Item::relation)
+        .is_some_and(|table| table.unique_keys.iter().any(|k| k.index == index))
+}
+
 fn index_columns(catalog: &Catalog, index: GlobalId, on: GlobalId) -> Vec<usize> {
     catalog
         .get(on)

@@ -14,11 +14,11 @@ use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use plan::Plan;
 use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
-use sql::catalog::KeyedArrangement;
+use sql::catalog::{KeyedArrangement, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 use sql::{
-    CreateIndex, CreateSchema, CreateTable, CreateView, Drop, ObjectKind, ObjectRef, PlanContext,
-    TableDefinition,
+    quote_ident, CreateIndex, CreateSchema, CreateTable, CreateView, Drop, ObjectKind, ObjectRef,
+    PlanContext, Statement, TableDefinition,
 };
 use storage::{CatalogItem, CatalogOp};
 
@@ -57,6 +57,8 @@ pub(crate) struct PlannedIndex {
     pub name: String,
     pub on: GlobalId,
     pub columns: Vec<usize>,
+    /// A unique index: writes to the table are checked against it.
+    pub unique: bool,
 }
 
 impl PlannedTable {
@@ -98,9 +100,12 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         create.name = self.name_for_new_item(session, &create.name)?;
         let create_sql = create.to_sql();
-        let planned = self.plan_table(&create)?;
+        let definition = create.plan(&self.base_state)?;
+        let unique_keys = definition.unique_keys.clone();
+        let planned = PlannedTable::new(&create.name, definition);
+        let (schema, table) = (planned.schema.clone(), planned.name.clone());
         let _sequencer = self.lock_sequencer().await;
-        self.record_table(
+        let created = self.record_table(
             session,
             ItemKind::Table,
             &create_sql,
@@ -108,6 +113,25 @@ impl Coordinator {
             Vec::new(),
             create.if_not_exists,
         )?;
+        if created.is_some() {
+            // Each UNIQUE constraint is a unique index named as PostgreSQL names the
+            // constraint's index.
+            for columns in unique_keys {
+                let name = format!("{table}_{}_key", columns.join("_"));
+                let columns: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+                let sql = format!(
+                    "CREATE UNIQUE INDEX {} ON {}.{} ({})",
+                    quote_ident(&name),
+                    quote_ident(&schema),
+                    quote_ident(&table),
+                    columns.join(", ")
+                );
+                let Some(Statement::CreateIndex(index)) = sql::parse(&sql)?.pop() else {
+                    return Err(CoordError::Internal(format!("not an index: {sql}")));
+                };
+                self.record_index(session, &index).await?;
+            }
+        }
         Ok(ExecuteResponse::command("CREATE TABLE"))
     }
 
@@ -215,16 +239,31 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let on = self.resolve_item(session, &create.on)?;
         create.on = ObjectRef::qualified(&on.schema, &on.name);
-        let create_sql = create.to_sql();
-        let planned = self.plan_index(&create)?;
         let _sequencer = self.lock_sequencer().await;
+        self.record_index(session, &create).await?;
+        Ok(ExecuteResponse::command("CREATE INDEX"))
+    }
+
+    /// Records, installs and fills the index `create` (on a qualified relation), unless its
+    /// name is taken (with `if_not_exists`, a notice). A unique index is refused if the rows
+    /// already break it. The caller holds the sequencer.
+    async fn record_index(
+        &self,
+        session: &mut Session,
+        create: &CreateIndex,
+    ) -> Result<(), CoordError> {
+        let create_sql = create.to_sql();
+        let planned = self.plan_index(create)?;
         if self.exists(
             session,
             &planned.schema,
             &planned.name,
             create.if_not_exists,
         )? {
-            return Ok(ExecuteResponse::command("CREATE INDEX"));
+            return Ok(());
+        }
+        if planned.unique {
+            self.check_rows_unique(&planned).await?;
         }
         let id = self.record_item(
             &planned.schema,
@@ -246,7 +285,7 @@ impl Coordinator {
             self.durable.apply(&[CatalogOp::Delete(id)])?;
             return Err(e);
         }
-        Ok(ExecuteResponse::command("CREATE INDEX"))
+        Ok(())
     }
 
     pub(crate) async fn create_schema(
@@ -554,6 +593,17 @@ impl Coordinator {
             expected: "a table or materialized view",
             hint: Some("indexes arrange stored relations; create a materialized view first".into()),
         })?;
+        if create.unique && on.kind != ItemKind::Table {
+            return Err(CoordError::WrongObjectType {
+                name: on_name.clone(),
+                expected: "a table",
+                hint: Some(
+                    "a unique index constrains what is written to a table; a view's rows \
+                     follow its query"
+                        .into(),
+                ),
+            });
+        }
         let columns = create
             .columns
             .iter()
@@ -575,6 +625,7 @@ impl Coordinator {
             name,
             on: on.id,
             columns,
+            unique: create.unique,
         })
     }
 
@@ -611,6 +662,16 @@ impl Coordinator {
                 columns: planned.columns.clone(),
             },
         );
+        if planned.unique {
+            catalog.add_unique_key(
+                planned.on,
+                UniqueKey {
+                    index: id,
+                    name: planned.name.clone(),
+                    columns: planned.columns.clone(),
+                },
+            );
+        }
         catalog.insert(Item {
             id,
             name: planned.name,
@@ -705,10 +766,21 @@ impl Coordinator {
                     });
                 }
                 let dependents = catalog.dependents(item.id);
-                if !dependents.is_empty() && !cascade {
+                // A relation's own indexes go with it, as in PostgreSQL; anything else that
+                // depends on it needs CASCADE.
+                let blocking: Vec<GlobalId> = dependents
+                    .iter()
+                    .copied()
+                    .filter(|d| {
+                        catalog.get(*d).is_none_or(|d| {
+                            !matches!(d.details, ItemDetails::Index { on, .. } if on == item.id)
+                        })
+                    })
+                    .collect();
+                if !blocking.is_empty() && !cascade {
                     return Err(CoordError::DependentObjects {
                         name: format!("{} {}", item.kind.name(), item.name),
-                        dependents: dependents
+                        dependents: blocking
                             .iter()
                             .filter_map(|d| catalog.get(*d))
                             .map(|d| {

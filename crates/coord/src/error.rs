@@ -41,12 +41,20 @@ pub enum CoordError {
         /// The objects depending on it.
         dependents: Vec<String>,
     },
-    /// A primary key value exists already.
+    /// A primary key or unique index key value exists already.
     #[error("duplicate key value violates unique constraint \"{constraint}\"")]
     UniqueViolation {
-        /// The constraint's name (`<table>_pkey`).
+        /// The constraint's name (`<table>_pkey`, or the unique index's).
         constraint: String,
         /// `Key (id)=(1) already exists.`
+        detail: String,
+    },
+    /// A unique index cannot be created: the rows have a key twice.
+    #[error("could not create unique index \"{index}\"")]
+    UniqueIndexBroken {
+        /// The index's name.
+        index: String,
+        /// `Key (b)=(1) is duplicated.`
         detail: String,
     },
     /// NULL in a NOT NULL column.

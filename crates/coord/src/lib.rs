@@ -43,6 +43,7 @@ mod system_status;
 mod table_rows;
 mod timestamps;
 mod transactions;
+mod unique_keys;
 mod write;
 mod write_conflicts;
 

@@ -103,16 +103,22 @@ impl TableCodecs {
 
     /// `Key (id)=(1) already exists.` for row `row` of `batch`.
     pub fn describe_key(&self, batch: &RecordBatch, row: usize) -> String {
-        let (columns, names): (Vec<usize>, Vec<String>) = match &self.key {
-            Some((columns, _)) => (
-                columns.clone(),
-                columns
-                    .iter()
-                    .map(|&c| self.schema.field(c).name().clone())
-                    .collect(),
-            ),
-            None => ((0..self.schema.fields().len()).collect(), vec![]),
+        let columns: Vec<usize> = match &self.key {
+            Some((columns, _)) => columns.clone(),
+            None => (0..self.schema.fields().len()).collect(),
         };
+        format!(
+            "{} already exists.",
+            self.describe_columns(batch, row, &columns)
+        )
+    }
+
+    /// `Key (a, b)=(1, 2)`: the values of `columns` in row `row` of `batch`.
+    pub fn describe_columns(&self, batch: &RecordBatch, row: usize, columns: &[usize]) -> String {
+        let names: Vec<&str> = columns
+            .iter()
+            .map(|&c| self.schema.field(c).name().as_str())
+            .collect();
         let values: Vec<String> = columns
             .iter()
             .map(|&c| {
@@ -120,11 +126,7 @@ impl TableCodecs {
                     .unwrap_or_default()
             })
             .collect();
-        format!(
-            "Key ({})=({}) already exists.",
-            names.join(", "),
-            values.join(", ")
-        )
+        format!("Key ({})=({})", names.join(", "), values.join(", "))
     }
 }
 

@@ -183,7 +183,10 @@ impl Coordinator {
                 }
             }
         }
-        Ok(rows.into_iter().map(|row| (row, 1)).collect())
+        let writes: Vec<(Row, Diff)> = rows.into_iter().map(|row| (row, 1)).collect();
+        self.check_unique_keys(table, codecs, &writes, snapshot)
+            .await?;
+        Ok(writes)
     }
 
     /// INSERT … ON CONFLICT: rows whose key exists are skipped or updated.
@@ -243,6 +246,8 @@ impl Coordinator {
                 }
             }
         }
+        self.check_unique_keys(table, codecs, &writes, snapshot)
+            .await?;
         Ok((writes, affected))
     }
 
@@ -326,11 +331,13 @@ impl Coordinator {
                 .await?;
         }
         let count = old_rows.len();
-        let writes = old_rows
+        let writes: Vec<(Row, Diff)> = old_rows
             .into_iter()
             .map(|r| (r, -1))
             .chain(new_rows.into_iter().map(|r| (r, 1)))
             .collect();
+        self.check_unique_keys(&table, &codecs, &writes, &snapshot)
+            .await?;
         drop(hold);
         self.apply_writes(session, table.id, writes, &snapshot, access)
             .await?;

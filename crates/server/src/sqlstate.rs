@@ -12,7 +12,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::DuplicateObject { .. } => "42P07",
         CoordError::WrongObjectType { .. } => "42809",
         CoordError::DependentObjects { .. } => "2BP01",
-        CoordError::UniqueViolation { .. } => "23505",
+        CoordError::UniqueViolation { .. } | CoordError::UniqueIndexBroken { .. } => "23505",
         CoordError::NotNullViolation { .. } => "23502",
         CoordError::InFailedTransaction => "25P02",
         CoordError::InTransactionBlock(_) => "25001",
@@ -74,7 +74,8 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
 pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".into(), sqlstate(error).into(), error.to_string());
     match error {
-        CoordError::UniqueViolation { detail, .. } => info.detail = Some(detail.clone()),
+        CoordError::UniqueViolation { detail, .. }
+        | CoordError::UniqueIndexBroken { detail, .. } => info.detail = Some(detail.clone()),
         CoordError::DependentObjects { dependents, .. } => {
             info.detail = Some(dependents.join("\n"));
             info.hint = Some("Use DROP ... CASCADE to drop the dependent objects too.".into());

@@ -34,6 +34,17 @@ pub struct KeyedArrangement {
     pub columns: Vec<usize>,
 }
 
+/// A unique index of a table: no two of its rows may have the same key without a NULL in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UniqueKey {
+    /// The index's arrangement, keyed by `columns`.
+    pub index: GlobalId,
+    /// The index's name, for the error that names it.
+    pub name: String,
+    /// The table's columns forming the key, in key order.
+    pub columns: Vec<usize>,
+}
+
 /// A point lookup: the arrangement to search and the key values, in key order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyLookup {
@@ -73,6 +84,8 @@ pub struct RelationTable {
     pub desc: RelationDesc,
     /// Arrangements that can answer point lookups.
     pub lookups: Vec<KeyedArrangement>,
+    /// The unique indexes every write is checked against.
+    pub unique_keys: Vec<UniqueKey>,
     /// Column defaults for INSERT.
     pub defaults: HashMap<String, Expr>,
     constraints: Constraints,
@@ -102,6 +115,7 @@ impl RelationTable {
             name,
             desc,
             lookups: Vec::new(),
+            unique_keys: Vec::new(),
             defaults: HashMap::new(),
             constraints,
             planning_schema,

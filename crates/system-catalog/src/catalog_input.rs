@@ -69,6 +69,8 @@ pub enum ItemDetails {
         on: GlobalId,
         /// The positions of the indexed columns in `on`'s columns, in key order.
         columns: Vec<usize>,
+        /// A unique index.
+        unique: bool,
     },
     /// A schema.
     Schema,

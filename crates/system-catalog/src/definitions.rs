@@ -30,7 +30,7 @@ pub(crate) fn index_definition(snapshot: &CatalogSnapshot, index: &Index) -> Str
     };
     format!(
         "CREATE {}INDEX {} ON {}.{} USING btree ({})",
-        if index.is_primary { "UNIQUE " } else { "" },
+        if index.is_unique { "UNIQUE " } else { "" },
         quote_ident(&index.name),
         quote_ident(&table.namespace),
         quote_ident(&table.name),

@@ -320,7 +320,7 @@ fn pg_index(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
             ("indrelid", index.table_oid.into()),
             ("indnatts", (index.columns.len() as i64).into()),
             ("indnkeyatts", (index.columns.len() as i64).into()),
-            ("indisunique", index.is_primary.into()),
+            ("indisunique", index.is_unique.into()),
             ("indisprimary", index.is_primary.into()),
             ("indimmediate", true.into()),
             ("indisvalid", true.into()),

@@ -53,6 +53,8 @@ pub(crate) struct Index {
     /// The indexed columns' attnums, in key order.
     pub columns: Vec<i16>,
     pub is_primary: bool,
+    /// A unique index (every primary key's is).
+    pub is_unique: bool,
 }
 
 /// A primary-key constraint.
@@ -295,8 +297,12 @@ impl CatalogSnapshot {
                 None,
                 Some(sql::CreateView::stored_query_text(&item.create_sql)),
             ),
-            ItemDetails::Index { on, columns } => {
-                self.add_user_index(id, item, *on, columns, namespace_oid);
+            ItemDetails::Index {
+                on,
+                columns,
+                unique,
+            } => {
+                self.add_user_index(id, item, *on, columns, *unique, namespace_oid);
                 return;
             }
             // Not relations: PostgreSQL has no such objects in pg_class.
@@ -326,6 +332,7 @@ impl CatalogSnapshot {
                 table_oid: oid,
                 columns: attnums.clone(),
                 is_primary: true,
+                is_unique: true,
             });
             self.constraints.push(Constraint {
                 oid: oids::primary_key_constraint_oid(id),
@@ -355,6 +362,7 @@ impl CatalogSnapshot {
         item: &CatalogItem,
         on: GlobalId,
         columns: &[usize],
+        unique: bool,
         namespace: u32,
     ) {
         self.indexes.push(Index {
@@ -364,6 +372,7 @@ impl CatalogSnapshot {
             table_oid: oids::item_oid(on),
             columns: columns.iter().map(|c| *c as i16 + 1).collect(),
             is_primary: false,
+            is_unique: unique,
         });
     }
 }

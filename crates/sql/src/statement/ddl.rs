@@ -64,6 +64,8 @@ pub struct TableDefinition {
     pub defaults: HashMap<String, Expr>,
     /// The DEFAULT expressions as SQL, by column.
     pub default_sql: HashMap<String, String>,
+    /// The columns of each UNIQUE constraint, by name, in key order.
+    pub unique_keys: Vec<Vec<String>>,
 }
 
 impl CreateTable {
@@ -110,6 +112,7 @@ impl CreateTable {
             primary_key = Some(columns);
             Ok(())
         };
+        let mut unique_keys: Vec<Vec<String>> = Vec::new();
         let mut columns: Vec<(String, &ast::DataType, bool)> = Vec::new();
         let mut default_sql: Vec<(String, SqlExpr)> = Vec::new();
         for column in &self.create.columns {
@@ -126,9 +129,13 @@ impl CreateTable {
                         default_sql.push((column_name.clone(), expr.clone()))
                     }
                     ColumnOption::PrimaryKey(_) => set_primary_key(vec![column_name.clone()])?,
+                    ColumnOption::Unique(unique) => {
+                        check_nulls_distinct(unique)?;
+                        unique_keys.push(vec![column_name.clone()]);
+                    }
                     other => {
                         return Err(SqlError::Unsupported(format!(
-                            "column constraint {other} (only NOT NULL, DEFAULT and PRIMARY KEY)"
+                            "column constraint {other} (only NOT NULL, DEFAULT, PRIMARY KEY and UNIQUE)"
                         )))
                     }
                 }
@@ -137,22 +144,25 @@ impl CreateTable {
         }
         for constraint in &self.create.constraints {
             match constraint {
-                TableConstraint::PrimaryKey(key) => set_primary_key(
-                    key.columns
-                        .iter()
-                        .map(|c| match &c.column.expr {
-                            SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
-                            other => Err(SqlError::Unsupported(format!(
-                                "primary key on expression {other}"
-                            ))),
-                        })
-                        .collect::<Result<_, _>>()?,
-                )?,
+                TableConstraint::PrimaryKey(key) => {
+                    set_primary_key(constraint_columns(&key.columns, "primary key")?)?
+                }
+                TableConstraint::Unique(unique) => {
+                    check_nulls_distinct(unique)?;
+                    unique_keys.push(constraint_columns(&unique.columns, "unique constraint")?);
+                }
                 other => {
                     return Err(SqlError::Unsupported(format!(
-                        "table constraint {other} (only PRIMARY KEY)"
+                        "table constraint {other} (only PRIMARY KEY and UNIQUE)"
                     )))
                 }
+            }
+        }
+        for key in unique_keys.iter().flatten() {
+            if !columns.iter().any(|(n, _, _)| n == key) {
+                return Err(SqlError::UnknownColumn(format!(
+                    "column \"{key}\" named in key does not exist"
+                )));
             }
         }
         let key_positions = primary_key
@@ -198,7 +208,31 @@ impl CreateTable {
             },
             defaults,
             default_sql: default_text,
+            unique_keys,
         })
+    }
+}
+
+/// The column names of a PRIMARY KEY or UNIQUE constraint (`what`, for the error).
+fn constraint_columns(columns: &[ast::IndexColumn], what: &str) -> Result<Vec<String>, SqlError> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            SqlExpr::Identifier(ident) => Ok(fold_ident(ident)),
+            other => Err(SqlError::Unsupported(format!(
+                "{what} on expression {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// UNIQUE NULLS NOT DISTINCT is refused: NULLs are distinct in every unique key.
+fn check_nulls_distinct(unique: &ast::UniqueConstraint) -> Result<(), SqlError> {
+    match unique.nulls_distinct {
+        ast::NullsDistinctOption::NotDistinct => {
+            Err(SqlError::Unsupported("UNIQUE NULLS NOT DISTINCT".into()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -336,15 +370,18 @@ pub struct CreateIndex {
     pub columns: Vec<String>,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
+    /// `UNIQUE`: no two rows may have the same key without a NULL in it.
+    pub unique: bool,
     create: ast::CreateIndex,
 }
 
 impl CreateIndex {
     pub(crate) fn from_sql(create: ast::CreateIndex) -> Result<CreateIndex, SqlError> {
-        if create.predicate.is_some() || create.unique || !create.include.is_empty() {
-            return Err(SqlError::Unsupported(
-                "partial, unique and covering indexes".into(),
-            ));
+        if create.predicate.is_some() || !create.include.is_empty() {
+            return Err(SqlError::Unsupported("partial and covering indexes".into()));
+        }
+        if create.nulls_distinct == Some(false) {
+            return Err(SqlError::Unsupported("UNIQUE NULLS NOT DISTINCT".into()));
         }
         let columns = create
             .columns
@@ -377,6 +414,7 @@ impl CreateIndex {
             on: object_ref(&create.table_name)?,
             columns,
             if_not_exists: create.if_not_exists,
+            unique: create.unique,
             create,
         })
     }

@@ -1,0 +1,170 @@
+//! Unique indexes: no write may leave two rows of a table with the same key, unless the key
+//! holds a NULL (NULLs are distinct, as in PostgreSQL).
+//!
+//! A write is checked against the rows its snapshot sees, read through each unique index by
+//! the keys the write adds, with the commits in flight and the write's own changes laid over
+//! them. The read is recorded like any other, so an optimistic write that raced with another
+//! write to the table is run again ([`crate::write_conflicts`]). An index being created is
+//! checked against every row of its table.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use compute::PeekFilter;
+use datafusion::arrow::array::{Array, RecordBatch};
+use repr::{consolidate, Diff, Row, RowCodec};
+use sql::catalog::UniqueKey;
+
+use crate::catalog::Item;
+use crate::commit::WriteSnapshot;
+use crate::coordinator::Coordinator;
+use crate::ddl::PlannedIndex;
+use crate::error::CoordError;
+use crate::table_rows::TableCodecs;
+
+impl Coordinator {
+    /// Checks that `writes` to `table`, read as `snapshot` says, keep the keys of each of
+    /// its unique indexes unique.
+    pub(crate) async fn check_unique_keys(
+        &self,
+        table: &Item,
+        codecs: &TableCodecs,
+        writes: &[(Row, Diff)],
+        snapshot: &WriteSnapshot,
+    ) -> Result<(), CoordError> {
+        let Some(relation) = table.relation().filter(|r| !r.unique_keys.is_empty()) else {
+            return Ok(());
+        };
+        let added: Vec<(Row, Diff)> = writes.iter().filter(|(_, d)| *d > 0).cloned().collect();
+        if added.is_empty() {
+            return Ok(());
+        }
+        if let Some(reads) = &snapshot.reads {
+            reads.all(table.id);
+        }
+        let added = codecs.decode(&added)?;
+        for unique in &relation.unique_keys {
+            let key = KeyColumns::new(codecs, unique)?;
+            let wanted: HashSet<Row> = key.keys(&added)?.into_iter().flatten().collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let filter = PeekFilter::Keys(wanted.iter().cloned().collect());
+            let mut rows = self
+                .compute
+                .peek(unique.index, snapshot.read_time, filter)
+                .await?;
+            if let Some(pending) = snapshot.overlay.tables.get(&table.id) {
+                rows.extend(pending.iter().cloned());
+            }
+            rows.extend(writes.iter().cloned());
+            let present: Vec<(Row, Diff)> = consolidate(rows)
+                .into_iter()
+                .filter(|(_, d)| *d > 0)
+                .collect();
+            let present_rows = codecs.decode(&present)?;
+            let mut counts: HashMap<Row, Diff> = HashMap::new();
+            for (row, (key_row, (_, diff))) in key
+                .keys(&present_rows)?
+                .into_iter()
+                .zip(&present)
+                .enumerate()
+            {
+                let Some(key_row) = key_row.filter(|k| wanted.contains(k)) else {
+                    continue;
+                };
+                let count = counts.entry(key_row).or_default();
+                *count += diff;
+                if *count > 1 {
+                    return Err(CoordError::UniqueViolation {
+                        constraint: unique.name.clone(),
+                        detail: format!(
+                            "{} already exists.",
+                            codecs.describe_columns(&present_rows, row, &unique.columns)
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the rows of the table `index` is planned on have unique keys, at the
+    /// latest time. The caller holds the sequencer.
+    pub(crate) async fn check_rows_unique(&self, index: &PlannedIndex) -> Result<(), CoordError> {
+        let codecs = self
+            .table_codecs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&index.on)
+            .cloned()
+            .ok_or_else(|| CoordError::Internal(format!("no codecs for table {}", index.on)))?;
+        let rows = self
+            .compute
+            .peek(index.on, self.oracle.read_time(), PeekFilter::All)
+            .await?;
+        let rows = codecs.decode(&rows)?;
+        let unique = UniqueKey {
+            index: index.on,
+            name: index.name.clone(),
+            columns: index.columns.clone(),
+        };
+        let mut seen = HashSet::new();
+        for (row, key) in KeyColumns::new(&codecs, &unique)?
+            .keys(&rows)?
+            .into_iter()
+            .enumerate()
+        {
+            if key.is_some_and(|key| !seen.insert(key)) {
+                return Err(CoordError::UniqueIndexBroken {
+                    index: index.name.clone(),
+                    detail: format!(
+                        "{} is duplicated.",
+                        codecs.describe_columns(&rows, row, &index.columns)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The key columns of a unique index, encoded as its arrangement encodes them.
+struct KeyColumns<'a> {
+    columns: &'a [usize],
+    codec: RowCodec,
+}
+
+impl<'a> KeyColumns<'a> {
+    fn new(codecs: &TableCodecs, unique: &'a UniqueKey) -> Result<Self, CoordError> {
+        let schema = codecs
+            .schema
+            .project(&unique.columns)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let codec =
+            RowCodec::new(Arc::new(schema)).map_err(|e| CoordError::Internal(e.to_string()))?;
+        Ok(Self {
+            columns: &unique.columns,
+            codec,
+        })
+    }
+
+    /// Each row's key, `None` where the key holds a NULL.
+    fn keys(&self, batch: &RecordBatch) -> Result<Vec<Option<Row>>, CoordError> {
+        let columns = batch
+            .project(self.columns)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let keys = self
+            .codec
+            .encode_columns(columns.columns(), columns.num_rows())
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        Ok(keys
+            .into_iter()
+            .enumerate()
+            .map(|(row, key)| {
+                let has_null = columns.columns().iter().any(|c| c.is_null(row));
+                (!has_null).then_some(key)
+            })
+            .collect())
+    }
+}
