@@ -49,6 +49,9 @@ pub enum CoordError {
         /// `Key (id)=(1) already exists.`
         detail: String,
     },
+    /// `ON CONFLICT (columns)` names no unique key of the table.
+    #[error("there is no unique or exclusion constraint matching the ON CONFLICT specification")]
+    NoConflictArbiter,
     /// A unique index cannot be created: the rows have a key twice.
     #[error("could not create unique index \"{index}\"")]
     UniqueIndexBroken {

@@ -14,6 +14,7 @@ use compute::PeekFilter;
 use datafusion::arrow::array::{Array, RecordBatch};
 use repr::{consolidate, Diff, Row, RowCodec};
 use sql::catalog::UniqueKey;
+use sql::{ConflictArbiter, OnConflict, SqlError};
 
 use crate::catalog::Item;
 use crate::commit::WriteSnapshot;
@@ -126,6 +127,80 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+}
+
+/// Which key an INSERT's `ON CONFLICT` arbitrates on.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Arbiter {
+    /// The primary key.
+    PrimaryKey,
+    /// None: `DO NOTHING` on a table without unique keys inserts every row.
+    Nothing,
+}
+
+/// The arbiter `arbiter` names on `table`: the primary key, or nothing for `DO NOTHING`
+/// without a target on a table with no unique key. Another unique index as arbiter is not
+/// supported yet.
+pub(crate) fn conflict_arbiter(
+    table: &Item,
+    codecs: &TableCodecs,
+    arbiter: &ConflictArbiter,
+    action: &OnConflict,
+) -> Result<Arbiter, CoordError> {
+    let unique_keys = table
+        .relation()
+        .map(|r| r.unique_keys.as_slice())
+        .unwrap_or_default();
+    let names = |columns: &[usize]| -> Vec<String> {
+        let mut names: Vec<String> = columns
+            .iter()
+            .map(|&c| codecs.schema.field(c).name().clone())
+            .collect();
+        names.sort();
+        names
+    };
+    let primary_key = codecs.key.as_ref().map(|(columns, _)| names(columns));
+    let other_index = |index: &UniqueKey| {
+        Err(CoordError::unsupported(format!(
+            "ON CONFLICT on unique index \"{}\" (only the primary key arbitrates conflicts)",
+            index.name
+        )))
+    };
+    match arbiter {
+        ConflictArbiter::Any => match action {
+            OnConflict::DoUpdate(_) => Err(CoordError::Sql(SqlError::Syntax(
+                "ON CONFLICT DO UPDATE requires inference specification or constraint name".into(),
+            ))),
+            OnConflict::DoNothing => match (&primary_key, unique_keys.first()) {
+                (_, Some(index)) => other_index(index),
+                (Some(_), None) => Ok(Arbiter::PrimaryKey),
+                (None, None) => Ok(Arbiter::Nothing),
+            },
+        },
+        ConflictArbiter::Columns(columns) => {
+            let mut columns = columns.clone();
+            columns.sort();
+            if primary_key.as_ref() == Some(&columns) {
+                return Ok(Arbiter::PrimaryKey);
+            }
+            match unique_keys.iter().find(|k| names(&k.columns) == columns) {
+                Some(index) => other_index(index),
+                None => Err(CoordError::NoConflictArbiter),
+            }
+        }
+        ConflictArbiter::Constraint(name) => {
+            if primary_key.is_some() && *name == format!("{}_pkey", table.name) {
+                return Ok(Arbiter::PrimaryKey);
+            }
+            match unique_keys.iter().find(|k| k.name == *name) {
+                Some(index) => other_index(index),
+                None => Err(CoordError::Sql(SqlError::UnknownObject {
+                    kind: "constraint",
+                    name: format!("{name}\" for table \"{}", table.name),
+                })),
+            }
+        }
     }
 }
 

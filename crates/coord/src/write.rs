@@ -12,7 +12,7 @@ use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use repr::{consolidate, Diff, GlobalId, ItemKind, Row};
-use sql::{Delete, Insert, ObjectRef, OnConflict, SqlError, Update};
+use sql::{ConflictArbiter, Delete, Insert, ObjectRef, OnConflict, SqlError, Update};
 
 use crate::catalog::Item;
 use crate::commit::{WriteAttempt, WriteSnapshot};
@@ -22,6 +22,7 @@ use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::{batch_schema, check_not_null, conform, TableCodecs};
 use crate::timestamps::ReadHold;
+use crate::unique_keys::{conflict_arbiter, Arbiter};
 
 impl Coordinator {
     /// The writable table `name` refers to.
@@ -146,8 +147,18 @@ impl Coordinator {
                 batch.num_rows(),
             ),
             Some(action) => {
-                self.upsert(&snapshot, &codecs, &table, &batch, action, &context.state)
-                    .await?
+                let arbiter = insert.conflict_arbiter().unwrap_or(ConflictArbiter::Any);
+                match conflict_arbiter(&table, &codecs, &arbiter, &action)? {
+                    Arbiter::PrimaryKey => {
+                        self.upsert(&snapshot, &codecs, &table, &batch, action, &context.state)
+                            .await?
+                    }
+                    Arbiter::Nothing => (
+                        self.plain_insert(&snapshot, &codecs, &table, &batch)
+                            .await?,
+                        batch.num_rows(),
+                    ),
+                }
             }
         };
         drop(context);

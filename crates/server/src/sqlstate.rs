@@ -13,6 +13,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::WrongObjectType { .. } => "42809",
         CoordError::DependentObjects { .. } => "2BP01",
         CoordError::UniqueViolation { .. } | CoordError::UniqueIndexBroken { .. } => "23505",
+        CoordError::NoConflictArbiter => "42P10",
         CoordError::NotNullViolation { .. } => "23502",
         CoordError::InFailedTransaction => "25P02",
         CoordError::InTransactionBlock(_) => "25001",

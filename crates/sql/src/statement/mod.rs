@@ -32,7 +32,10 @@ pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
 pub use sources::{CreateSource, CreateTableFromSource, WatermarkSpec};
 pub use subscriptions::{AsOf, CreateSubscription, Subscribe, SubscribeTarget, DEFAULT_RETENTION};
-pub use write::{ConflictUpdate, Delete, Insert, InsertTarget, OnConflict, PlannedInsert, Update};
+pub use write::{
+    ConflictArbiter, ConflictUpdate, Delete, Insert, InsertTarget, OnConflict, PlannedInsert,
+    Update,
+};
 
 use crate::names::fold_ident;
 use crate::SqlError;

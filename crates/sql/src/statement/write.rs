@@ -18,7 +18,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use super::query::{parameter_types, ParameterTypes};
-use crate::names::{column_name, object_ref, sql_ident, ObjectRef};
+use crate::names::{column_name, fold_ident, object_ref, sql_ident, ObjectRef};
 use crate::planner::PlanContext;
 use crate::rewrite::checks::normalize_insert;
 use crate::rewrite::postgres_syntax::Target;
@@ -48,6 +48,17 @@ pub struct PlannedInsert {
     pub rows: LogicalPlan,
     /// What happens to rows whose key exists.
     pub on_conflict: Option<OnConflict>,
+}
+
+/// What `ON CONFLICT (…)` or `ON CONFLICT ON CONSTRAINT …` names as the arbiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConflictArbiter {
+    /// No target: any unique key.
+    Any,
+    /// The columns of a unique key, in any order.
+    Columns(Vec<String>),
+    /// A constraint or unique index by name.
+    Constraint(String),
 }
 
 /// `ON CONFLICT DO NOTHING | DO UPDATE`.
@@ -99,6 +110,22 @@ impl Insert {
             Some(_) => return Err(SqlError::Unsupported("ON DUPLICATE KEY".into())),
         };
         Ok((insert, on_conflict))
+    }
+
+    /// The arbiter of the statement's `ON CONFLICT`, if it has one.
+    pub fn conflict_arbiter(&self) -> Option<ConflictArbiter> {
+        let Some(OnInsert::OnConflict(conflict)) = &self.insert.on else {
+            return None;
+        };
+        Some(match &conflict.conflict_target {
+            None => ConflictArbiter::Any,
+            Some(ast::ConflictTarget::Columns(columns)) => {
+                ConflictArbiter::Columns(columns.iter().map(fold_ident).collect())
+            }
+            Some(ast::ConflictTarget::OnConstraint(name)) => ConflictArbiter::Constraint(
+                object_ref(name).map_or_else(|_| name.to_string(), |name| name.name),
+            ),
+        })
     }
 
     /// Plans the rows to insert into `target`.
