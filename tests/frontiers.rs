@@ -1,5 +1,5 @@
 //! `fluxion_catalog.frontiers` and `arrangement_sizes`: every arrangement with the frontier and
-//! the size compute reports for it.
+//! the size compute reports for it; and the row estimates PostgreSQL's catalogs show from it.
 
 mod support;
 
@@ -168,4 +168,59 @@ async fn arrangement_sizes_count_every_update_a_dataflow_holds() {
             "source_errors|system relation"
         ]
     );
+}
+
+/// Waits until `sql` answers `expected`, failing after ten seconds.
+async fn eventually(client: &tokio_postgres::Client, sql: &str, expected: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = rows(client, sql).await;
+        if answer == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{sql}: {answer:?}, not {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Tools (Metabase, DBeaver, pgAdmin) estimate a table's rows from `pg_class.reltuples` and
+/// `pg_stat_user_tables.n_live_tup`: both follow the rows the table holds, and its indexes'
+/// `reltuples` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_estimates_follow_the_rows_a_table_holds() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE parts (id INT PRIMARY KEY, kind INT);
+             CREATE INDEX parts_kind ON parts (kind);
+             CREATE VIEW part_ids AS SELECT id FROM parts;
+             INSERT INTO parts SELECT value, value % 7 FROM generate_series(1, 1000) AS s(value);",
+        )
+        .await
+        .unwrap();
+    let estimates = "SELECT relname, reltuples FROM pg_class \
+                     WHERE relname IN ('parts', 'parts_pkey', 'parts_kind', 'part_ids') ORDER BY 1";
+    eventually(
+        &client,
+        estimates,
+        &[
+            "part_ids|-1",
+            "parts|1000",
+            "parts_kind|1000",
+            "parts_pkey|1000",
+        ],
+    )
+    .await;
+    let live = "SELECT relname, n_live_tup FROM pg_stat_user_tables WHERE relname = 'parts'";
+    eventually(&client, live, &["parts|1000"]).await;
+
+    client
+        .batch_execute("DELETE FROM parts WHERE id > 400")
+        .await
+        .unwrap();
+    eventually(&client, live, &["parts|400"]).await;
 }

@@ -185,6 +185,8 @@ impl ComputeController {
 
     /// Appends `(key, value)` updates to a table's input at `time`.
     pub fn append(&self, id: GlobalId, time: Timestamp, updates: Vec<crate::KeyedUpdate>) {
+        self.sizes
+            .count_appended(id, updates.iter().map(|(_, diff)| *diff).sum());
         let updates = Arc::new(updates);
         self.broadcast(|| Command::Append {
             id,

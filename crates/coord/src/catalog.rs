@@ -248,7 +248,13 @@ impl CatalogProviderImpl {
     /// The user schemas of `catalog`, and the system schemas describing it and `running`.
     pub fn new(catalog: Arc<RwLock<Catalog>>, running: RunningSystem) -> Self {
         Self {
-            system: SystemSchemas::new(Arc::new(SharedCatalog(catalog.clone())), Arc::new(running)),
+            system: SystemSchemas::new(
+                Arc::new(SharedCatalog {
+                    catalog: catalog.clone(),
+                    sizes: running.compute.arrangement_sizes().clone(),
+                }),
+                Arc::new(running),
+            ),
             catalog,
         }
     }

@@ -3,18 +3,29 @@
 
 use std::sync::{Arc, RwLock};
 
-use repr::GlobalId;
+use compute::ArrangementSizes;
+use repr::{GlobalId, ItemKind};
 use system_catalog::{CatalogInput, CatalogItem, CatalogReader};
 
 use crate::catalog::{read, Catalog, Item, ItemDetails};
 
-/// The shared catalog, as the system catalogs read it.
+/// The shared catalog, as the system catalogs read it, with the arrangement sizes that
+/// estimate how many rows each table holds.
 #[derive(Debug, Clone)]
-pub(crate) struct SharedCatalog(pub Arc<RwLock<Catalog>>);
+pub(crate) struct SharedCatalog {
+    pub catalog: Arc<RwLock<Catalog>>,
+    pub sizes: ArrangementSizes,
+}
 
 impl CatalogReader for SharedCatalog {
     fn catalog(&self) -> Arc<CatalogInput> {
-        let catalog = read(&self.0);
+        let rows = self.sizes.input_rows();
+        let catalog = read(&self.catalog);
+        let table_rows = catalog
+            .items()
+            .filter(|item| item.kind == ItemKind::Table)
+            .filter_map(|item| Some((item.id, *rows.get(&item.id)?)))
+            .collect();
         Arc::new(CatalogInput {
             schemas: catalog
                 .user_schemas()
@@ -29,6 +40,7 @@ impl CatalogReader for SharedCatalog {
                 .map(|item| (item.id, catalog_item(&catalog, item)))
                 .collect(),
             comments: catalog.comments.clone(),
+            table_rows,
         })
     }
 }

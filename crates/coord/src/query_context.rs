@@ -43,6 +43,14 @@ impl QueryContext {
 }
 
 impl Coordinator {
+    /// The catalog as the system catalogs and catalog functions read it.
+    fn shared_catalog(&self) -> SharedCatalog {
+        SharedCatalog {
+            catalog: self.catalog.clone(),
+            sizes: self.compute.arrangement_sizes().clone(),
+        }
+    }
+
     /// A planning session for `session` that reads at the current read time, with `overlay`
     /// laid over the committed contents.
     pub(crate) fn query_context(&self, session: &Session, overlay: &PendingWrites) -> QueryContext {
@@ -77,7 +85,7 @@ impl Coordinator {
             state,
             hold,
             session: info,
-            catalog: Arc::new(SharedCatalog(self.catalog.clone())),
+            catalog: Arc::new(self.shared_catalog()),
         }
     }
 
@@ -145,7 +153,7 @@ impl Coordinator {
         let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)
             .build();
-        let catalog: Arc<dyn CatalogReader> = Arc::new(SharedCatalog(self.catalog.clone()));
+        let catalog: Arc<dyn CatalogReader> = Arc::new(self.shared_catalog());
         system_catalog::register_functions(&mut state, catalog, info.clone());
         *cached = Some(PlanningState {
             info: info.clone(),

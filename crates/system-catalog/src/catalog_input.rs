@@ -24,6 +24,8 @@ pub struct CatalogInput {
     pub items: BTreeMap<GlobalId, CatalogItem>,
     /// `COMMENT ON` texts by item and column number (0: the item itself).
     pub comments: BTreeMap<(GlobalId, u32), String>,
+    /// The rows each table holds (every diff written to it, summed), by table.
+    pub table_rows: BTreeMap<GlobalId, i64>,
 }
 
 impl CatalogInput {

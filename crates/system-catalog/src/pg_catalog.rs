@@ -115,7 +115,7 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
                 "relfilenode",
                 (if stored { relation.oid } else { 0 }).into(),
             ),
-            ("reltuples", Value::Float(-1.0)),
+            ("reltuples", reltuples(snapshot, relation.oid)),
             ("relhasindex", has_index.into()),
             ("relpersistence", 'p'.into()),
             ("relkind", relation.kind.into()),
@@ -141,7 +141,7 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
             ("relowner", ROLE_OID.into()),
             ("relam", BTREE_AM.into()),
             ("relfilenode", index.oid.into()),
-            ("reltuples", Value::Float(-1.0)),
+            ("reltuples", reltuples(snapshot, index.table_oid)),
             ("relpersistence", 'p'.into()),
             ("relkind", 'i'.into()),
             ("relnatts", (index.columns.len() as i64).into()),
@@ -150,6 +150,17 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
         ]);
     }
     out.into_batch()
+}
+
+/// `pg_class.reltuples` of a table or of an index on it: its estimated rows (-1, "never
+/// counted", for other relations).
+fn reltuples(snapshot: &CatalogSnapshot, table_oid: u32) -> Value {
+    Value::Float(
+        snapshot
+            .table_rows
+            .get(&table_oid)
+            .map_or(-1.0, |rows| *rows as f64),
+    )
 }
 
 /// The collation of a column of this type: `default` for collatable types, `C` for `name`.
@@ -721,7 +732,10 @@ fn pg_stat_tables(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordB
             ("n_tup_upd", Value::Int(0)),
             ("n_tup_del", Value::Int(0)),
             ("n_tup_hot_upd", Value::Int(0)),
-            ("n_live_tup", Value::Int(0)),
+            (
+                "n_live_tup",
+                Value::Int(snapshot.table_rows.get(&relation.oid).copied().unwrap_or(0)),
+            ),
             ("n_dead_tup", Value::Int(0)),
             ("n_mod_since_analyze", Value::Int(0)),
             ("n_ins_since_vacuum", Value::Int(0)),

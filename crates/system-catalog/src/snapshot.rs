@@ -96,6 +96,8 @@ pub(crate) struct CatalogSnapshot {
     /// Comments by (object oid, sub-object: column number or 0), with the catalog the object
     /// lives in (`pg_class`, `pg_namespace`).
     pub comments: Vec<Comment>,
+    /// The estimated rows of each table, by table oid.
+    pub table_rows: BTreeMap<u32, i64>,
 }
 
 /// A `COMMENT ON` text, as `pg_description` holds it.
@@ -122,6 +124,11 @@ impl CatalogSnapshot {
         for (id, item) in &catalog.items {
             snapshot.add_item(*id, item);
         }
+        snapshot.table_rows = catalog
+            .table_rows
+            .iter()
+            .map(|(id, rows)| (oids::item_oid(*id), *rows))
+            .collect();
         for ((id, column), text) in &catalog.comments {
             let Some(item) = catalog.items.get(id) else {
                 continue;
