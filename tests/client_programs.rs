@@ -1,6 +1,7 @@
 //! Real client libraries against a running Fluxion: SQLAlchemy 2.0 (with pandas) and 1.4 over
 //! psycopg2, psycopg 3 in binary mode (and as a SUBSCRIBE subscriber that resumes after a
-//! disconnect), and pgjdbc 42.5 (`DatabaseMetaData`, named binary statements, portals with a
+//! disconnect), dbt-postgres 1.9 (seeds, table, view and materialized-view models, run twice,
+//! tests, docs), and pgjdbc 42.5 (`DatabaseMetaData`, named binary statements, portals with a
 //! fetch size). Each program (in `tests/clients/`, checked against
 //! PostgreSQL 15 itself) inspects the demo schema and its data and exits non-zero on the first
 //! wrong answer or protocol error.
@@ -102,6 +103,17 @@ async fn sqlalchemy_1_4_reflects_the_schema_as_superset_does() {
         Command::new(python).arg("tests/clients/sqlalchemy_compat.py"),
     );
     assert_success("sqlalchemy_compat.py (SQLAlchemy 1.4)", &output);
+}
+
+#[tokio::test]
+async fn dbt_seeds_runs_tests_and_documents_a_project_twice() {
+    let python = python("dbt");
+    let server = TestServer::start();
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/dbt_check.py"),
+    );
+    assert_success("dbt_check.py (dbt-postgres 1.9)", &output);
 }
 
 #[tokio::test]

@@ -190,6 +190,24 @@ impl Catalog {
         self.update_relation(relation, |table| table.lookups.push(lookup));
     }
 
+    /// Renames item `id` to `name` in its schema; `create_sql` is its statement under the
+    /// new name.
+    pub fn rename(&mut self, id: GlobalId, name: &str, create_sql: String) {
+        let Some(mut item) = self.remove(id) else {
+            return;
+        };
+        item.name = name.to_string();
+        item.create_sql = create_sql;
+        if let ItemDetails::Relation(table) = &item.details {
+            let mut renamed = arranged_relation(table.id, name, table.desc.clone());
+            renamed.lookups = table.lookups.clone();
+            renamed.unique_keys = table.unique_keys.clone();
+            renamed.defaults = table.defaults.clone();
+            item.details = ItemDetails::Relation(Arc::new(renamed));
+        }
+        self.insert(item);
+    }
+
     /// Adds a unique index that writes to a table are checked against.
     pub fn add_unique_key(&mut self, relation: GlobalId, key: UniqueKey) {
         self.update_relation(relation, |table| table.unique_keys.push(key));

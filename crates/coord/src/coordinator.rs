@@ -269,6 +269,18 @@ impl Coordinator {
             Statement::CreateTableFromSource(create) => {
                 self.create_table_from_source(session, create).await
             }
+            Statement::CreateTableAs(create) => self.create_table_as(session, create).await,
+            Statement::Truncate(deletes) => {
+                for delete in &deletes {
+                    self.write(session, WriteStatement::Delete(delete, RowSearch::Planned))
+                        .await?;
+                }
+                Ok(ExecuteResponse::command("TRUNCATE TABLE"))
+            }
+            Statement::Rename(rename) => self.rename(session, rename).await,
+            Statement::RefreshMaterializedView(name) => {
+                self.refresh_materialized_view(session, &name)
+            }
             Statement::CreateView(create) => self.create_view(session, create).await,
             Statement::CreateIndex(create) => self.create_index(session, create).await,
             Statement::CreateSchema(create) => self.create_schema(session, create).await,

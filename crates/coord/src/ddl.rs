@@ -13,21 +13,23 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use plan::Plan;
+use repr::pg_type::storage_type;
 use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
 use sql::catalog::{KeyedArrangement, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 use sql::{
-    quote_ident, CreateIndex, CreateSchema, CreateTable, CreateView, Drop, ObjectKind, ObjectRef,
-    PlanContext, Statement, TableDefinition,
+    quote_ident, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView, Drop,
+    ObjectKind, ObjectRef, PlanContext, Rename, Statement, TableDefinition,
 };
 use storage::{CatalogItem, CatalogOp};
 
-use crate::catalog::{relation_table, Item, ItemDetails};
+use crate::catalog::{read, relation_table, Item, ItemDetails};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::table_rows::TableCodecs;
+use crate::write::{InsertRows, WriteStatement};
 
 /// A table, planned from its CREATE TABLE.
 pub(crate) struct PlannedTable {
@@ -133,6 +135,170 @@ impl Coordinator {
             }
         }
         Ok(ExecuteResponse::command("CREATE TABLE"))
+    }
+
+    /// `CREATE TABLE name AS query`: a table with the query's columns, then an INSERT of its
+    /// rows (two steps, as outside a transaction block in PostgreSQL: a failed INSERT leaves
+    /// the empty table).
+    pub(crate) async fn create_table_as(
+        &self,
+        session: &mut Session,
+        create: CreateTableAs,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let name = self.name_for_new_item(session, &create.name)?;
+        let query = Statement::Select(create.query.clone());
+        let columns = self
+            .describe(session, &query, &[])
+            .await?
+            .columns
+            .ok_or_else(|| CoordError::Internal("a query without columns".into()))?;
+        let columns: Vec<String> = columns
+            .fields()
+            .iter()
+            .map(|field| format!("{} {}", quote_ident(field.name()), storage_type(field)))
+            .collect();
+        let qualified = format!(
+            "{}.{}",
+            quote_ident(name.schema.as_deref().unwrap_or(DEFAULT_SCHEMA)),
+            quote_ident(&name.name)
+        );
+        let table = format!("CREATE TABLE {qualified} ({})", columns.join(", "));
+        let Some(Statement::CreateTable(table)) = sql::parse(&table)?.pop() else {
+            return Err(CoordError::Internal(format!("not a table: {table}")));
+        };
+        let schema = name.schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
+        if self.exists(session, schema, &name.name, create.if_not_exists)? {
+            return Ok(ExecuteResponse::command("CREATE TABLE AS"));
+        }
+        self.create_table(session, table).await?;
+        let insert = format!("INSERT INTO {qualified} {}", create.query);
+        let Some(Statement::Insert(insert)) = sql::parse(&insert)?.pop() else {
+            return Err(CoordError::Internal(format!("not an insert: {insert}")));
+        };
+        let write = WriteStatement::Insert(&insert, InsertRows::Planned);
+        match Box::pin(self.write(session, write)).await? {
+            ExecuteResponse::Command(tag) => Ok(ExecuteResponse::command(format!(
+                "SELECT {}",
+                tag.rsplit(' ').next().unwrap_or("0")
+            ))),
+            other => Ok(other),
+        }
+    }
+
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW … RENAME TO …` of a table, view or
+    /// materialized view that nothing depends on (a dependent's stored SQL names it).
+    pub(crate) async fn rename(
+        &self,
+        session: &mut Session,
+        rename: Rename,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let tag = rename.tag();
+        let _sequencer = self.lock_sequencer().await;
+        let item = match self.resolve_item(session, &rename.name) {
+            Ok(item) => item,
+            Err(_) if rename.if_exists => {
+                session.notice(
+                    "NOTICE",
+                    "00000",
+                    format!("relation \"{}\" does not exist, skipping", rename.name.name),
+                );
+                return Ok(ExecuteResponse::command(tag));
+            }
+            Err(e) => return Err(e),
+        };
+        let expected = match rename.kind {
+            ObjectKind::View => Some((ItemKind::View, "a view")),
+            ObjectKind::MaterializedView => {
+                Some((ItemKind::MaterializedView, "a materialized view"))
+            }
+            _ => None,
+        };
+        let renamable = matches!(
+            item.kind,
+            ItemKind::Table | ItemKind::View | ItemKind::MaterializedView
+        );
+        if let Some((kind, expected)) = expected {
+            if kind != item.kind {
+                return Err(CoordError::WrongObjectType {
+                    name: item.name,
+                    expected,
+                    hint: None,
+                });
+            }
+        }
+        if !renamable {
+            return Err(CoordError::unsupported(format!(
+                "renaming {} {}",
+                item.kind.name(),
+                item.name
+            )));
+        }
+        // The relation's own indexes name it in their stored SQL, which is rewritten; any
+        // other dependent (a view reading it) would need its query rewritten too.
+        let (indexes, others): (Vec<Item>, Vec<Item>) = {
+            let catalog = read(&self.catalog);
+            catalog
+                .dependents(item.id)
+                .iter()
+                .filter_map(|d| catalog.get(*d).cloned())
+                .partition(|d| matches!(d.details, ItemDetails::Index { on } if on == item.id))
+        };
+        if let Some(dependent) = others.first() {
+            return Err(CoordError::unsupported(format!(
+                "renaming {} {}: {} {} depends on it",
+                item.kind.name(),
+                item.name,
+                dependent.kind.name(),
+                dependent.name
+            )));
+        }
+        // Taken already: 42P07.
+        self.exists(session, &item.schema, &rename.new_name, false)?;
+        let create_sql = sql::renamed_create_sql(&item.create_sql, &rename.new_name)?;
+        let mut renamed = vec![(item.clone(), rename.new_name.clone(), create_sql)];
+        for index in indexes {
+            let create_sql = sql::reindexed_create_sql(&index.create_sql, &rename.new_name)?;
+            let name = index.name.clone();
+            renamed.push((index, name, create_sql));
+        }
+        self.durable.apply(
+            &renamed
+                .iter()
+                .map(|(item, name, create_sql)| {
+                    CatalogOp::Put(CatalogItem {
+                        id: item.id,
+                        name: name.clone(),
+                        schema: item.schema.clone(),
+                        kind: item.kind,
+                        create_sql: create_sql.clone(),
+                        depends_on: item.depends_on.clone(),
+                    })
+                })
+                .collect::<Vec<_>>(),
+        )?;
+        let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        for (item, name, create_sql) in renamed {
+            catalog.rename(item.id, &name, create_sql);
+        }
+        Ok(ExecuteResponse::command(tag))
+    }
+
+    /// `REFRESH MATERIALIZED VIEW name`: every materialized view is always fresh, so this
+    /// only checks that `name` is one.
+    pub(crate) fn refresh_materialized_view(
+        &self,
+        session: &Session,
+        name: &ObjectRef,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let item = self.resolve_item(session, name)?;
+        if item.kind != ItemKind::MaterializedView {
+            return Err(CoordError::WrongObjectType {
+                name: item.name,
+                expected: "a materialized view",
+                hint: None,
+            });
+        }
+        Ok(ExecuteResponse::command("REFRESH MATERIALIZED VIEW"))
     }
 
     /// Records and installs a planned table or source (`kind`), which depends on

@@ -11,15 +11,17 @@ pub(crate) mod options;
 
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::literals::normalize_literals;
 use crate::names::{object_ref, ObjectRef};
+use crate::statement::ddl::renamed_to;
 use crate::statement::sinks::{parse_sink_statement, SinkStatement};
 use crate::statement::sources::{parse_source_statement, SourceStatement};
 use crate::statement::subscriptions::{parse_subscribe_statement, SubscribeStatement};
-use crate::statement::{Drop, ObjectKind, Show, Statement};
+use crate::statement::{Drop, ObjectKind, Rename, Show, Statement};
 use crate::SqlError;
 
 /// Parses SQL text into statements (separated by semicolons).
@@ -81,6 +83,14 @@ pub fn parse_noting_truncations(
                 .expected::<()>("end of statement", parser.peek_token())
                 .unwrap_err()
                 .into());
+        }
+        if let Some(name) = parse_refresh(&mut parser)? {
+            statements.push(Statement::RefreshMaterializedView(name));
+            continue;
+        }
+        if let Some(rename) = parse_view_rename(&mut parser)? {
+            statements.push(Statement::Rename(rename));
+            continue;
         }
         if let Some(statement) = parse_subscribe_statement(&mut parser)? {
             statements.push(typed_subscribe_statement(statement)?);
@@ -195,6 +205,53 @@ pub fn parse_object_name(text: &str) -> Result<ObjectRef, SqlError> {
         return Err(SqlError::Syntax(format!("\"{text}\" is not a name")));
     }
     object_ref(&name)
+}
+
+/// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]`, which sqlparser does
+/// not parse; `None` (nothing consumed) for any other statement.
+fn parse_refresh(parser: &mut Parser) -> Result<Option<ObjectRef>, SqlError> {
+    if !parser.parse_keywords(&[Keyword::REFRESH, Keyword::MATERIALIZED, Keyword::VIEW]) {
+        return Ok(None);
+    }
+    let _ = parser.parse_keyword(Keyword::CONCURRENTLY);
+    let name = parser.parse_object_name(false)?;
+    if parser.parse_keyword(Keyword::WITH) {
+        let _ = parser.parse_keyword(Keyword::NO);
+        parser.expect_keyword_is(Keyword::DATA)?;
+    }
+    Ok(Some(object_ref(&name)?))
+}
+
+/// `ALTER [MATERIALIZED] VIEW [IF EXISTS] name RENAME TO new_name`, which sqlparser does not
+/// parse; `None` (nothing consumed) for any other statement, other ALTER VIEWs included.
+fn parse_view_rename(parser: &mut Parser) -> Result<Option<Rename>, SqlError> {
+    let start = parser.index();
+    if !parser.parse_keyword(Keyword::ALTER) {
+        return Ok(None);
+    }
+    let kind = if parser.parse_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW]) {
+        ObjectKind::MaterializedView
+    } else if parser.parse_keyword(Keyword::VIEW) {
+        ObjectKind::View
+    } else {
+        parser.prev_token();
+        return Ok(None);
+    };
+    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    if !parser.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+        while parser.index() > start {
+            parser.prev_token();
+        }
+        return Ok(None);
+    }
+    let new_name = parser.parse_object_name(false)?;
+    Ok(Some(Rename {
+        kind,
+        name: object_ref(&name)?,
+        new_name: renamed_to(&new_name)?,
+        if_exists,
+    }))
 }
 
 /// A `DROP` of objects of `kind`.

@@ -22,6 +22,7 @@ use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
 use crate::planner::PlanContext;
 use crate::result_columns::{display_name, name_result_columns};
 use crate::rewrite::postgres_syntax::Target;
+use crate::statement::Query;
 use crate::SqlError;
 
 /// The kinds of catalog objects statements name.
@@ -68,12 +69,133 @@ pub struct TableDefinition {
     pub unique_keys: Vec<Vec<String>>,
 }
 
+/// `ALTER TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] name RENAME TO new_name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// What the statement names: `Table` for ALTER TABLE, which renames any relation, as in
+    /// PostgreSQL.
+    pub kind: ObjectKind,
+    /// The relation renamed.
+    pub name: ObjectRef,
+    /// Its new name, in the same schema.
+    pub new_name: String,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+}
+
+impl Rename {
+    pub(crate) fn from_alter_table(alter: &ast::AlterTable) -> Result<Rename, SqlError> {
+        let [ast::AlterTableOperation::RenameTable { table_name }] = alter.operations.as_slice()
+        else {
+            return Err(SqlError::Unsupported(format!(
+                "ALTER TABLE {}",
+                alter
+                    .operations
+                    .iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let (ast::RenameTableNameKind::To(new_name) | ast::RenameTableNameKind::As(new_name)) =
+            table_name;
+        Ok(Rename {
+            kind: ObjectKind::Table,
+            name: object_ref(&alter.name)?,
+            new_name: renamed_to(new_name)?,
+            if_exists: alter.if_exists,
+        })
+    }
+
+    /// The tag of the statement's CommandComplete.
+    pub fn tag(&self) -> &'static str {
+        match self.kind {
+            ObjectKind::View => "ALTER VIEW",
+            ObjectKind::MaterializedView => "ALTER MATERIALIZED VIEW",
+            _ => "ALTER TABLE",
+        }
+    }
+}
+
+/// The new name of a RENAME TO, which stays in its schema: a qualified one is refused.
+pub(crate) fn renamed_to(name: &ast::ObjectName) -> Result<String, SqlError> {
+    match object_ref(name)? {
+        ObjectRef { schema: None, name } => Ok(name),
+        ObjectRef { .. } => Err(SqlError::Syntax(format!(
+            "RENAME TO takes a name without a schema (\"{name}\")"
+        ))),
+    }
+}
+
+/// The stored `CREATE TABLE` or `CREATE [MATERIALIZED] VIEW` `create_sql`, naming `new_name`
+/// (in the same schema) instead.
+pub fn renamed_create_sql(create_sql: &str, new_name: &str) -> Result<String, SqlError> {
+    match crate::parse::parse(create_sql)?.pop() {
+        Some(super::Statement::CreateTable(mut create)) => {
+            create.name.name = new_name.to_string();
+            Ok(create.to_sql())
+        }
+        Some(super::Statement::CreateView(mut create)) => {
+            create.name.name = new_name.to_string();
+            Ok(create.to_sql())
+        }
+        _ => Err(SqlError::Unsupported(format!(
+            "renaming what {create_sql:?} created"
+        ))),
+    }
+}
+
+/// The stored `CREATE INDEX` `create_sql`, on the relation renamed `new_name` (in the same
+/// schema).
+pub fn reindexed_create_sql(create_sql: &str, new_name: &str) -> Result<String, SqlError> {
+    match crate::parse::parse(create_sql)?.pop() {
+        Some(super::Statement::CreateIndex(mut create)) => {
+            create.on.name = new_name.to_string();
+            Ok(create.to_sql())
+        }
+        _ => Err(SqlError::Internal(format!("not an index: {create_sql:?}"))),
+    }
+}
+
+/// `CREATE TABLE name AS query`: a table with the query's columns (no key), filled with the
+/// query's rows once.
+#[derive(Debug, Clone)]
+pub struct CreateTableAs {
+    /// The table's name (the coordinator qualifies it).
+    pub name: ObjectRef,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    /// The rows.
+    pub query: Query,
+}
+
+impl CreateTableAs {
+    pub(crate) fn from_sql(create: ast::CreateTable) -> Result<CreateTableAs, SqlError> {
+        if !create.columns.is_empty() || !create.constraints.is_empty() {
+            return Err(SqlError::Unsupported(
+                "CREATE TABLE … AS with a column list".into(),
+            ));
+        }
+        if create.temporary || create.external {
+            return Err(SqlError::Unsupported(
+                "temporary and external tables".into(),
+            ));
+        }
+        let query = create
+            .query
+            .ok_or_else(|| SqlError::Internal("CREATE TABLE AS without a query".into()))?;
+        Ok(CreateTableAs {
+            name: object_ref(&create.name)?,
+            if_not_exists: create.if_not_exists,
+            query: Query::new(*query),
+        })
+    }
+}
+
 impl CreateTable {
     pub(crate) fn from_sql(create: ast::CreateTable) -> Result<CreateTable, SqlError> {
         if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
-            return Err(SqlError::Unsupported(
-                "CREATE TABLE … AS / LIKE / CLONE".into(),
-            ));
+            return Err(SqlError::Unsupported("CREATE TABLE … LIKE / CLONE".into()));
         }
         if create.temporary || create.external {
             return Err(SqlError::Unsupported(

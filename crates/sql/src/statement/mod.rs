@@ -9,7 +9,7 @@
 
 mod copy;
 mod cursor;
-mod ddl;
+pub(crate) mod ddl;
 mod query;
 mod settings;
 pub(crate) mod sinks;
@@ -24,8 +24,9 @@ use datafusion::sql::sqlparser::ast;
 pub use copy::{CopyFormat, CopyFrom, CopyOptions, CopySource, CopyTo};
 pub use cursor::{Declare, DeclareTarget, Fetch};
 pub use ddl::{
-    column_defaults, Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateView,
-    Drop, ObjectKind, TableDefinition,
+    column_defaults, reindexed_create_sql, renamed_create_sql, Comment, CommentTarget, CreateIndex,
+    CreateSchema, CreateTable, CreateTableAs, CreateView, Drop, ObjectKind, Rename,
+    TableDefinition,
 };
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use settings::{Explain, Set, Show};
@@ -37,7 +38,7 @@ pub use write::{
     Update,
 };
 
-use crate::names::fold_ident;
+use crate::names::{fold_ident, ObjectRef};
 use crate::SqlError;
 
 /// One statement, typed.
@@ -59,6 +60,14 @@ pub enum Statement {
     CreateTable(CreateTable),
     /// `CREATE TABLE … FROM source TABLE '…'`.
     CreateTableFromSource(CreateTableFromSource),
+    /// `CREATE TABLE name AS query`.
+    CreateTableAs(CreateTableAs),
+    /// `TRUNCATE [TABLE] name, …`: a DELETE of every row of each table.
+    Truncate(Vec<Delete>),
+    /// `REFRESH MATERIALIZED VIEW name`: nothing to do, the view is always fresh.
+    RefreshMaterializedView(ObjectRef),
+    /// `ALTER TABLE | VIEW | MATERIALIZED VIEW … RENAME TO …`.
+    Rename(Rename),
     /// `CREATE [MATERIALIZED] VIEW`.
     CreateView(CreateView),
     /// `CREATE INDEX`.
@@ -172,7 +181,18 @@ impl Statement {
             S::Update(update) => Statement::Update(Update::from_sql(update)?),
             S::Delete(delete) => Statement::Delete(Delete::from_sql(delete)?),
             copy @ S::Copy { .. } => copy::from_sql(copy)?,
+            S::CreateTable(create) if create.query.is_some() => {
+                Statement::CreateTableAs(CreateTableAs::from_sql(create)?)
+            }
             S::CreateTable(create) => Statement::CreateTable(CreateTable::from_sql(create)?),
+            S::AlterTable(alter) => Statement::Rename(Rename::from_alter_table(&alter)?),
+            S::Truncate(truncate) => Statement::Truncate(
+                truncate
+                    .table_names
+                    .iter()
+                    .map(|target| Delete::every_row(&target.name))
+                    .collect::<Result<_, _>>()?,
+            ),
             S::CreateView(create) => Statement::CreateView(CreateView::from_sql(create)?),
             S::CreateIndex(create) => Statement::CreateIndex(CreateIndex::from_sql(create)?),
             S::CreateSchema {
@@ -257,6 +277,10 @@ impl fmt::Display for Statement {
             Statement::Delete(_) => "DELETE",
             Statement::CopyFrom(_) | Statement::CopyTo(_) => "COPY",
             Statement::CreateTable(_) | Statement::CreateTableFromSource(_) => "CREATE TABLE",
+            Statement::CreateTableAs(_) => "CREATE TABLE AS",
+            Statement::Truncate(_) => "TRUNCATE",
+            Statement::RefreshMaterializedView(_) => "REFRESH MATERIALIZED VIEW",
+            Statement::Rename(rename) => rename.tag(),
             Statement::CreateView(_) => "CREATE VIEW",
             Statement::CreateIndex(_) => "CREATE INDEX",
             Statement::CreateSchema(_) => "CREATE SCHEMA",

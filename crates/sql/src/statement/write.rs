@@ -305,6 +305,14 @@ pub struct Delete {
 }
 
 impl Delete {
+    /// `DELETE FROM name`: what `TRUNCATE name` does.
+    pub(crate) fn every_row(name: &ast::ObjectName) -> Result<Delete, SqlError> {
+        match crate::parse::parse(&format!("DELETE FROM {name}"))?.pop() {
+            Some(super::Statement::Delete(delete)) => Ok(delete),
+            _ => Err(SqlError::Syntax(format!("cannot truncate {name}"))),
+        }
+    }
+
     pub(crate) fn from_sql(delete: ast::Delete) -> Result<Delete, SqlError> {
         let name = match deleted_table(&delete)? {
             TableFactor::Table { name, .. } => object_ref(name)?,

@@ -61,6 +61,13 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
                 })))
             },
         ),
+        // Fluxion has no temporary schemas (dbt's catalog query asks).
+        row_function(
+            "pg_is_other_temp_schema",
+            any_arity(&[1], stable),
+            DataType::Boolean,
+            |_| Ok(ScalarValue::Boolean(Some(false))),
+        ),
         row_function(
             "pg_get_serial_sequence",
             any_arity(&[2], stable),

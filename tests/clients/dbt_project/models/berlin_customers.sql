@@ -1,0 +1,2 @@
+{{ config(materialized='view') }}
+select id, name from {{ ref('customers') }} where city = 'berlin'
