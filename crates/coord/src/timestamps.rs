@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use repr::{wall_clock_ms, Timestamp};
+use repr::{wall_clock_ms, wall_clock_ms_rounded_up, Timestamp};
 
 /// How far ahead of handed-out times the persisted high-water mark runs (and so how far
 /// ahead of the wall clock times may start after a restart).
@@ -56,7 +56,9 @@ impl TimestampOracle {
     /// The next write time. Callers allocate and commit one write at a time.
     pub fn allocate(&self) -> Allocation {
         let mut state = self.lock();
-        let time = wall_clock_ms().max(state.last_allocated + 1);
+        // Rounded up, so that a commit's time is not before the `now()` of the statement
+        // that wrote it (a row stamped `now()` passes `ts <= mz_now()` at its own commit).
+        let time = wall_clock_ms_rounded_up().max(state.last_allocated + 1);
         state.last_allocated = time;
         let persist_high_water = (time >= state.high_water).then(|| {
             state.high_water = time + HIGH_WATER_STEP_MS;

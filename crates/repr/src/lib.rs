@@ -24,7 +24,7 @@ pub use ids::GlobalId;
 pub use item_kind::ItemKind;
 pub use relation::RelationDesc;
 pub use row::{Row, RowCodec};
-pub use wall_clock::wall_clock_ms;
+pub use wall_clock::{wall_clock_ms, wall_clock_ms_rounded_up};
 
 /// A logical time on the one timeline all collections share (milliseconds of wall clock).
 pub type Timestamp = u64;
