@@ -45,7 +45,7 @@ impl Coordinator {
         }
         let added = codecs.decode(&added)?;
         for unique in &relation.unique_keys {
-            let key = KeyColumns::new(codecs, unique)?;
+            let key = KeyColumns::new(codecs, &unique.columns)?;
             let wanted: HashSet<Row> = key.keys(&added)?.into_iter().flatten().collect();
             if wanted.is_empty() {
                 continue;
@@ -104,19 +104,16 @@ impl Coordinator {
             .compute
             .peek(index.on, self.oracle.read_time(), PeekFilter::All)
             .await?;
+        let counts: Vec<Diff> = rows.iter().map(|(_, count)| *count).collect();
         let rows = codecs.decode(&rows)?;
-        let unique = UniqueKey {
-            index: index.on,
-            name: index.name.clone(),
-            columns: index.columns.clone(),
-        };
         let mut seen = HashSet::new();
-        for (row, key) in KeyColumns::new(&codecs, &unique)?
+        for (row, key) in KeyColumns::new(&codecs, &index.columns)?
             .keys(&rows)?
             .into_iter()
             .enumerate()
         {
-            if key.is_some_and(|key| !seen.insert(key)) {
+            // A table without a primary key may hold a row twice, as one row counted twice.
+            if key.is_some_and(|key| !seen.insert(key) || counts[row] > 1) {
                 return Err(CoordError::UniqueIndexBroken {
                     index: index.name.clone(),
                     detail: format!(
@@ -211,17 +208,14 @@ struct KeyColumns<'a> {
 }
 
 impl<'a> KeyColumns<'a> {
-    fn new(codecs: &TableCodecs, unique: &'a UniqueKey) -> Result<Self, CoordError> {
+    fn new(codecs: &TableCodecs, columns: &'a [usize]) -> Result<Self, CoordError> {
         let schema = codecs
             .schema
-            .project(&unique.columns)
+            .project(columns)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         let codec =
             RowCodec::new(Arc::new(schema)).map_err(|e| CoordError::Internal(e.to_string()))?;
-        Ok(Self {
-            columns: &unique.columns,
-            codec,
-        })
+        Ok(Self { columns, codec })
     }
 
     /// Each row's key, `None` where the key holds a NULL.
