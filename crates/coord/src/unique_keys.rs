@@ -50,19 +50,9 @@ impl Coordinator {
             if wanted.is_empty() {
                 continue;
             }
-            let filter = PeekFilter::Keys(wanted.iter().cloned().collect());
-            let mut rows = self
-                .compute
-                .peek(unique.index, snapshot.read_time, filter)
+            let present = self
+                .present_rows(table, codecs, unique, &wanted, writes, snapshot)
                 .await?;
-            if let Some(pending) = snapshot.overlay.tables.get(&table.id) {
-                rows.extend(pending.iter().cloned());
-            }
-            rows.extend(writes.iter().cloned());
-            let present: Vec<(Row, Diff)> = consolidate(rows)
-                .into_iter()
-                .filter(|(_, d)| *d > 0)
-                .collect();
             let present_rows = codecs.decode(&present)?;
             let mut counts: HashMap<Row, Diff> = HashMap::new();
             for (row, (key_row, (_, diff))) in key
@@ -88,6 +78,104 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+
+    /// The rows of `table` (with their counts) whose `unique` key is one of `wanted`, as
+    /// `snapshot` reads them with `writes` laid over them.
+    async fn present_rows(
+        &self,
+        table: &Item,
+        codecs: &TableCodecs,
+        unique: &UniqueKey,
+        wanted: &HashSet<Row>,
+        writes: &[(Row, Diff)],
+        snapshot: &WriteSnapshot,
+    ) -> Result<Vec<(Row, Diff)>, CoordError> {
+        let filter = PeekFilter::Keys(wanted.iter().cloned().collect());
+        let mut rows = self
+            .compute
+            .peek(unique.index, snapshot.read_time, filter)
+            .await?;
+        if let Some(pending) = snapshot.overlay.tables.get(&table.id) {
+            rows.extend(pending.iter().cloned());
+        }
+        rows.extend(writes.iter().cloned());
+        let rows: Vec<(Row, Diff)> = consolidate(rows)
+            .into_iter()
+            .filter(|(_, d)| *d > 0)
+            .collect();
+        let batch = codecs.decode(&rows)?;
+        let keys = KeyColumns::new(codecs, &unique.columns)?.keys(&batch)?;
+        Ok(rows
+            .into_iter()
+            .zip(keys)
+            .filter(|(_, key)| key.as_ref().is_some_and(|k| wanted.contains(k)))
+            .map(|(row, _)| row)
+            .collect())
+    }
+
+    /// `INSERT … ON CONFLICT DO NOTHING` without a target: the rows of `batch` that conflict
+    /// with no row of `table` (nor with an earlier row of `batch`) on the primary key or any
+    /// unique index, to insert.
+    pub(crate) async fn rows_without_conflicts(
+        &self,
+        table: &Item,
+        codecs: &TableCodecs,
+        batch: &RecordBatch,
+        snapshot: &WriteSnapshot,
+    ) -> Result<Vec<(Row, Diff)>, CoordError> {
+        let rows = codecs
+            .rows
+            .encode(batch)
+            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        if let Some(reads) = &snapshot.reads {
+            reads.all(table.id);
+        }
+        // Each key's value in every row (`None`: a NULL, which conflicts with nothing), and
+        // the values the table holds already.
+        let mut keys: Vec<(Vec<Option<Row>>, HashSet<Row>)> = Vec::new();
+        if codecs.key.is_some() {
+            let values = codecs.keys_of(batch)?;
+            let existing = self
+                .existing_keys(snapshot, codecs, table.id, &values)
+                .await?;
+            keys.push((
+                values.into_iter().map(Some).collect(),
+                existing.into_keys().collect(),
+            ));
+        }
+        let unique_keys = table
+            .relation()
+            .map(|r| r.unique_keys.clone())
+            .unwrap_or_default();
+        for unique in &unique_keys {
+            let key = KeyColumns::new(codecs, &unique.columns)?;
+            let values = key.keys(batch)?;
+            let wanted: HashSet<Row> = values.iter().flatten().cloned().collect();
+            let present = self
+                .present_rows(table, codecs, unique, &wanted, &[], snapshot)
+                .await?;
+            let present = key.keys(&codecs.decode(&present)?)?;
+            keys.push((values, present.into_iter().flatten().collect()));
+        }
+        let mut inserted = Vec::new();
+        for (row_index, row) in rows.into_iter().enumerate() {
+            let conflicts = keys.iter().any(|(values, taken)| {
+                values[row_index]
+                    .as_ref()
+                    .is_some_and(|value| taken.contains(value))
+            });
+            if conflicts {
+                continue;
+            }
+            for (values, taken) in &mut keys {
+                if let Some(value) = &values[row_index] {
+                    taken.insert(value.clone());
+                }
+            }
+            inserted.push((row, 1));
+        }
+        Ok(inserted)
     }
 
     /// Checks that the rows of the table `index` is planned on have unique keys, at the
@@ -134,11 +222,13 @@ pub(crate) enum Arbiter {
     PrimaryKey,
     /// None: `DO NOTHING` on a table without unique keys inserts every row.
     Nothing,
+    /// Every key: `DO NOTHING` without a target skips a row that conflicts on any.
+    AnyKey,
 }
 
-/// The arbiter `arbiter` names on `table`: the primary key, or nothing for `DO NOTHING`
-/// without a target on a table with no unique key. Another unique index as arbiter is not
-/// supported yet.
+/// The arbiter `arbiter` names on `table`: the primary key; or for `DO NOTHING` without a
+/// target, every key (nothing on a table without keys). A unique index named as the arbiter
+/// is not supported yet.
 pub(crate) fn conflict_arbiter(
     table: &Item,
     codecs: &TableCodecs,
@@ -169,10 +259,10 @@ pub(crate) fn conflict_arbiter(
             OnConflict::DoUpdate(_) => Err(CoordError::Sql(SqlError::Syntax(
                 "ON CONFLICT DO UPDATE requires inference specification or constraint name".into(),
             ))),
-            OnConflict::DoNothing => match (&primary_key, unique_keys.first()) {
-                (_, Some(index)) => other_index(index),
-                (Some(_), None) => Ok(Arbiter::PrimaryKey),
-                (None, None) => Ok(Arbiter::Nothing),
+            OnConflict::DoNothing => match (&primary_key, unique_keys.is_empty()) {
+                (_, false) => Ok(Arbiter::AnyKey),
+                (Some(_), true) => Ok(Arbiter::PrimaryKey),
+                (None, true) => Ok(Arbiter::Nothing),
             },
         },
         ConflictArbiter::Columns(columns) => {

@@ -158,6 +158,13 @@ impl Coordinator {
                             .await?,
                         batch.num_rows(),
                     ),
+                    Arbiter::AnyKey => {
+                        let rows = self
+                            .rows_without_conflicts(&table, &codecs, &batch, &snapshot)
+                            .await?;
+                        let count = rows.len();
+                        (rows, count)
+                    }
                 }
             }
         };
@@ -263,7 +270,7 @@ impl Coordinator {
     }
 
     /// For each key of `table` that exists in `snapshot`, the row.
-    async fn existing_keys(
+    pub(crate) async fn existing_keys(
         &self,
         snapshot: &WriteSnapshot,
         codecs: &TableCodecs,
