@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::query::rows;
+use support::query::{eventually, rows};
 use support::TestServer;
 
 /// The `upper` of `object_name` in `fluxion_catalog.frontiers`.
@@ -168,22 +168,6 @@ async fn arrangement_sizes_count_every_update_a_dataflow_holds() {
             "source_errors|system relation"
         ]
     );
-}
-
-/// Waits until `sql` answers `expected`, failing after ten seconds.
-async fn eventually(client: &tokio_postgres::Client, sql: &str, expected: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let answer = rows(client, sql).await;
-        if answer == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{sql}: {answer:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Tools (Metabase, DBeaver, pgAdmin) estimate a table's rows from `pg_class.reltuples` and

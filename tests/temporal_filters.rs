@@ -5,26 +5,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::query::{error_code, rows};
+use support::query::{error_code, eventually, rows};
 use support::TestServer;
-
-/// Polls `sql` until it returns `expected`, for at most 15 s.
-async fn eventually(client: &tokio_postgres::Client, sql: &str, expected: &[&str]) -> Duration {
-    let started = Instant::now();
-    loop {
-        let got = rows(client, sql).await;
-        if got == expected {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "{sql} returned {got:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_enter_and_leave_a_view_as_the_clock_moves() {

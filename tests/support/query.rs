@@ -19,6 +19,23 @@ pub async fn row(client: &tokio_postgres::Client, sql: &str) -> Vec<Option<Strin
         .unwrap_or_else(|| panic!("no row from {sql}"))
 }
 
+/// Polls `sql` until its rows (as [`rows`] gives them) are `expected`, for at most 15 s;
+/// returns how long that took.
+pub async fn eventually(client: &tokio_postgres::Client, sql: &str, expected: &[&str]) -> Duration {
+    let started = Instant::now();
+    loop {
+        let got = rows(client, sql).await;
+        if got == expected {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{sql} returned {got:?}, not {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until the first column of `sql` is `expected` (or fails after `timeout`).
 pub async fn wait_for(
     client: &tokio_postgres::Client,
