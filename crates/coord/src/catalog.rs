@@ -199,11 +199,7 @@ impl Catalog {
         item.name = name.to_string();
         item.create_sql = create_sql;
         if let ItemDetails::Relation(table) = &item.details {
-            let mut renamed = arranged_relation(table.id, name, table.desc.clone());
-            renamed.lookups = table.lookups.clone();
-            renamed.unique_keys = table.unique_keys.clone();
-            renamed.defaults = table.defaults.clone();
-            item.details = ItemDetails::Relation(Arc::new(renamed));
+            item.details = ItemDetails::Relation(Arc::new(rebuilt_relation(table, name)));
         }
         self.insert(item);
     }
@@ -226,15 +222,21 @@ impl Catalog {
         self.generation += 1;
         if let Some(item) = self.items.get_mut(&relation) {
             if let ItemDetails::Relation(table) = &item.details {
-                let mut updated = arranged_relation(table.id, &table.name, table.desc.clone());
-                updated.lookups = table.lookups.clone();
-                updated.unique_keys = table.unique_keys.clone();
-                updated.defaults = table.defaults.clone();
+                let mut updated = rebuilt_relation(table, &table.name);
                 change(&mut updated);
                 item.details = ItemDetails::Relation(Arc::new(updated));
             }
         }
     }
+}
+
+/// A copy of `table` named `name`, with its lookups, unique keys and defaults.
+fn rebuilt_relation(table: &RelationTable, name: &str) -> RelationTable {
+    let mut rebuilt = arranged_relation(table.id, name, table.desc.clone());
+    rebuilt.lookups = table.lookups.clone();
+    rebuilt.unique_keys = table.unique_keys.clone();
+    rebuilt.defaults = table.defaults.clone();
+    rebuilt
 }
 
 /// The relation `id` as DataFusion sees it (its columns say they come from it).

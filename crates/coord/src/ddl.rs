@@ -170,11 +170,8 @@ impl Coordinator {
         if self.exists(session, schema, &name.name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE TABLE AS"));
         }
+        let insert = sql::Insert::of_query(&table.name, &create.query)?;
         self.create_table(session, table).await?;
-        let insert = format!("INSERT INTO {qualified} {}", create.query);
-        let Some(Statement::Insert(insert)) = sql::parse(&insert)?.pop() else {
-            return Err(CoordError::Internal(format!("not an insert: {insert}")));
-        };
         let write = WriteStatement::Insert(&insert, InsertRows::Planned);
         match Box::pin(self.write(session, write)).await? {
             ExecuteResponse::Command(tag) => Ok(ExecuteResponse::command(format!(

@@ -95,6 +95,13 @@ impl TableCodecs {
             .collect())
     }
 
+    /// The rows of `batch`, encoded as the table stores them.
+    pub fn encode(&self, batch: &RecordBatch) -> Result<Vec<Row>, CoordError> {
+        self.rows
+            .encode(batch)
+            .map_err(|e| CoordError::Internal(e.to_string()))
+    }
+
     pub fn decode(&self, rows: &[(Row, Diff)]) -> Result<RecordBatch, CoordError> {
         self.rows
             .decode(rows.iter().map(|(row, _)| row))

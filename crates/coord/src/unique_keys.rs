@@ -51,19 +51,10 @@ impl Coordinator {
                 continue;
             }
             let present = self
-                .present_rows(table, codecs, unique, &wanted, writes, snapshot)
+                .present_keys(table, codecs, unique, &wanted, writes, snapshot)
                 .await?;
-            let present_rows = codecs.decode(&present)?;
-            let mut counts: HashMap<Row, Diff> = HashMap::new();
-            for (row, (key_row, (_, diff))) in key
-                .keys(&present_rows)?
-                .into_iter()
-                .zip(&present)
-                .enumerate()
-            {
-                let Some(key_row) = key_row.filter(|k| wanted.contains(k)) else {
-                    continue;
-                };
+            let mut counts: HashMap<&Row, Diff> = HashMap::new();
+            for (row, key_row, diff) in &present.keys {
                 let count = counts.entry(key_row).or_default();
                 *count += diff;
                 if *count > 1 {
@@ -71,7 +62,7 @@ impl Coordinator {
                         constraint: unique.name.clone(),
                         detail: format!(
                             "{} already exists.",
-                            codecs.describe_columns(&present_rows, row, &unique.columns)
+                            codecs.describe_columns(&present.rows, *row, &unique.columns)
                         ),
                     });
                 }
@@ -80,9 +71,9 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The rows of `table` (with their counts) whose `unique` key is one of `wanted`, as
-    /// `snapshot` reads them with `writes` laid over them.
-    async fn present_rows(
+    /// The rows of `table` whose `unique` key is one of `wanted`, as `snapshot` reads them
+    /// with `writes` laid over them.
+    async fn present_keys(
         &self,
         table: &Item,
         codecs: &TableCodecs,
@@ -90,7 +81,7 @@ impl Coordinator {
         wanted: &HashSet<Row>,
         writes: &[(Row, Diff)],
         snapshot: &WriteSnapshot,
-    ) -> Result<Vec<(Row, Diff)>, CoordError> {
+    ) -> Result<PresentKeys, CoordError> {
         let filter = PeekFilter::Keys(wanted.iter().cloned().collect());
         let mut rows = self
             .compute
@@ -105,13 +96,16 @@ impl Coordinator {
             .filter(|(_, d)| *d > 0)
             .collect();
         let batch = codecs.decode(&rows)?;
-        let keys = KeyColumns::new(codecs, &unique.columns)?.keys(&batch)?;
-        Ok(rows
+        let keys = KeyColumns::new(codecs, &unique.columns)?
+            .keys(&batch)?
             .into_iter()
-            .zip(keys)
-            .filter(|(_, key)| key.as_ref().is_some_and(|k| wanted.contains(k)))
-            .map(|(row, _)| row)
-            .collect())
+            .zip(&rows)
+            .enumerate()
+            .filter_map(|(row, (key, (_, diff)))| {
+                key.filter(|k| wanted.contains(k)).map(|k| (row, k, *diff))
+            })
+            .collect();
+        Ok(PresentKeys { rows: batch, keys })
     }
 
     /// `INSERT … ON CONFLICT DO NOTHING` without a target: the rows of `batch` that conflict
@@ -124,10 +118,7 @@ impl Coordinator {
         batch: &RecordBatch,
         snapshot: &WriteSnapshot,
     ) -> Result<Vec<(Row, Diff)>, CoordError> {
-        let rows = codecs
-            .rows
-            .encode(batch)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let rows = codecs.encode(batch)?;
         if let Some(reads) = &snapshot.reads {
             reads.all(table.id);
         }
@@ -153,10 +144,10 @@ impl Coordinator {
             let values = key.keys(batch)?;
             let wanted: HashSet<Row> = values.iter().flatten().cloned().collect();
             let present = self
-                .present_rows(table, codecs, unique, &wanted, &[], snapshot)
+                .present_keys(table, codecs, unique, &wanted, &[], snapshot)
                 .await?;
-            let present = key.keys(&codecs.decode(&present)?)?;
-            keys.push((values, present.into_iter().flatten().collect()));
+            let taken = present.keys.into_iter().map(|(_, key, _)| key).collect();
+            keys.push((values, taken));
         }
         let mut inserted = Vec::new();
         for (row_index, row) in rows.into_iter().enumerate() {
@@ -289,6 +280,13 @@ pub(crate) fn conflict_arbiter(
             }
         }
     }
+}
+
+/// Rows of a table read by a unique key: the rows, and for each whose key was asked for, its
+/// position, key and count.
+struct PresentKeys {
+    rows: RecordBatch,
+    keys: Vec<(usize, Row, Diff)>,
 }
 
 /// The key columns of a unique index, encoded as its arrangement encodes them.

@@ -182,10 +182,7 @@ impl Coordinator {
         table: &Item,
         batch: &RecordBatch,
     ) -> Result<Vec<(Row, Diff)>, CoordError> {
-        let rows = codecs
-            .rows
-            .encode(batch)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let rows = codecs.encode(batch)?;
         if codecs.key.is_some() {
             let keys = codecs.keys_of(batch)?;
             let existing = self
@@ -222,10 +219,7 @@ impl Coordinator {
                 "there is no unique or exclusion constraint matching the ON CONFLICT specification",
             ));
         }
-        let rows = codecs
-            .rows
-            .encode(batch)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let rows = codecs.encode(batch)?;
         let keys = codecs.keys_of(batch)?;
         let existing = self
             .existing_keys(snapshot, codecs, table.id, &keys)
@@ -252,9 +246,7 @@ impl Coordinator {
                     };
                     check_not_null(codecs, &new)?;
                     let new_row = codecs
-                        .rows
-                        .encode(&new)
-                        .map_err(|e| CoordError::Internal(e.to_string()))?
+                        .encode(&new)?
                         .pop()
                         .ok_or_else(|| CoordError::Internal("an updated row vanished".into()))?;
                     writes.push((old, -1));
@@ -336,14 +328,8 @@ impl Coordinator {
         let new = RecordBatch::try_new(batch_schema(&codecs.schema), columns)
             .map_err(|e| CoordError::Internal(e.to_string()))?;
         check_not_null(&codecs, &new)?;
-        let old_rows = codecs
-            .rows
-            .encode(&old)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
-        let new_rows = codecs
-            .rows
-            .encode(&new)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let old_rows = codecs.encode(&old)?;
+        let new_rows = codecs.encode(&new)?;
         if codecs.key.is_some() {
             self.check_changed_keys(&snapshot, &codecs, &table, &old, &new)
                 .await?;
@@ -412,10 +398,7 @@ impl Coordinator {
                 &snapshot,
             )
             .await?;
-        let rows = codecs
-            .rows
-            .encode(&batch)
-            .map_err(|e| CoordError::Internal(e.to_string()))?;
+        let rows = codecs.encode(&batch)?;
         let count = rows.len();
         let writes = rows.into_iter().map(|r| (r, -1)).collect();
         drop(hold);

@@ -112,6 +112,17 @@ impl Insert {
         Ok((insert, on_conflict))
     }
 
+    /// `INSERT INTO table query`, with `query` as parsed (never printed and parsed again).
+    pub fn of_query(table: &ObjectRef, query: &super::Query) -> Result<Insert, SqlError> {
+        let template = format!("INSERT INTO {} SELECT 1", crate::names::object_name(table));
+        let Some(ast::Statement::Insert(mut insert)) = crate::parse::parse_sql(&template)?.pop()
+        else {
+            return Err(SqlError::Internal(format!("not an INSERT: {template}")));
+        };
+        insert.source = Some(query.0.clone());
+        Insert::from_sql(insert)
+    }
+
     /// The arbiter of the statement's `ON CONFLICT`, if it has one.
     pub fn conflict_arbiter(&self) -> Option<ConflictArbiter> {
         let Some(OnInsert::OnConflict(conflict)) = &self.insert.on else {
