@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray};
-use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::compute::{cast_with_options, concat_batches, CastOptions};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use repr::{Diff, Row, RowCodec};
 
@@ -191,7 +191,12 @@ pub(crate) fn cast_column(column: &ArrayRef, data_type: &DataType) -> Result<Arr
                 .map(|a| Arc::new(a) as ArrayRef);
         }
     }
-    cast(column, data_type).map_err(|e| CoordError::invalid_value(e.to_string()))
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    cast_with_options(column, data_type, &strict)
+        .map_err(|e| CoordError::invalid_value(e.to_string()))
 }
 
 /// Postgres `bytea` input: `\x` and hex digits, or the text's own bytes.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use compute::PeekFilter;
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
-use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::compute::concat_batches;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use repr::{consolidate, Diff, GlobalId, ItemKind, Row};
@@ -322,8 +322,8 @@ impl Coordinator {
         let mut columns: Vec<ArrayRef> = old.columns().to_vec();
         for (i, index) in assigned.iter().enumerate() {
             let value = batch.column(width + i);
-            columns[*index] = cast(value, codecs.schema.field(*index).data_type())
-                .map_err(|e| CoordError::invalid_value(e.to_string()))?;
+            columns[*index] =
+                crate::table_rows::cast_column(value, codecs.schema.field(*index).data_type())?;
         }
         let new = RecordBatch::try_new(batch_schema(&codecs.schema), columns)
             .map_err(|e| CoordError::Internal(e.to_string()))?;

@@ -3,7 +3,7 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::sql::sqlparser::ast::{
     Expr, Ident, Insert, ObjectName, Query, SelectItem, SetExpr, SetOperator, SetQuantifier,
     Statement, TableFactor, Value, ValueWithSpan, VisitMut, VisitorMut,
@@ -148,22 +148,29 @@ pub(crate) fn normalize_insert(insert: &mut Insert, table: &InsertTarget) -> Res
             if is_default_keyword(expr) {
                 *expr = default_expr(table, &target[position])?;
             }
-            let Ok(field) = table.schema.field_with_name(&target[position]) else {
-                continue;
-            };
-            match field.data_type() {
-                DataType::Binary => rewrite_bytea_literal(expr),
-                DataType::Timestamp(..) => normalize_string_literal(expr, Temporal::Timestamp),
-                DataType::Interval(_) => normalize_string_literal(expr, Temporal::Interval),
-                DataType::Boolean if is_number_literal(expr) => {
-                    return Err(SqlError::TypeMismatch(format!(
-                        "column \"{}\" is of type boolean but expression is of type integer",
-                        field.name()
-                    )))
-                }
-                _ => {}
+            if let Ok(field) = table.schema.field_with_name(&target[position]) {
+                conform_literal(expr, field)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// A literal written into column `field` in the spelling its type reads (as Postgres reads an
+/// untyped literal as the column's type): timestamps and intervals as Arrow parses them,
+/// `bytea` from hex. A number written into a boolean column is an error.
+pub(crate) fn conform_literal(expr: &mut Expr, field: &Field) -> Result<(), SqlError> {
+    match field.data_type() {
+        DataType::Binary => rewrite_bytea_literal(expr),
+        DataType::Timestamp(..) => normalize_string_literal(expr, Temporal::Timestamp),
+        DataType::Interval(_) => normalize_string_literal(expr, Temporal::Interval),
+        DataType::Boolean if is_number_literal(expr) => {
+            return Err(SqlError::TypeMismatch(format!(
+                "column \"{}\" is of type boolean but expression is of type integer",
+                field.name()
+            )))
+        }
+        _ => {}
     }
     Ok(())
 }

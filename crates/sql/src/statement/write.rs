@@ -8,19 +8,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DFSchema;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{
-    self, AssignmentTarget, FromTable, OnConflictAction, OnInsert, TableFactor, TableObject,
+    self, Assignment, AssignmentTarget, FromTable, OnConflictAction, OnInsert, TableFactor,
+    TableObject,
 };
 
 use super::query::{parameter_types, ParameterTypes};
 use crate::names::{column_name, fold_ident, object_ref, sql_ident, ObjectRef};
 use crate::planner::PlanContext;
-use crate::rewrite::checks::normalize_insert;
+use crate::rewrite::checks::{conform_literal, normalize_insert};
 use crate::rewrite::postgres_syntax::Target;
 use crate::SqlError;
 
@@ -225,13 +226,22 @@ impl ConflictUpdate {
                     "column \"{name}\" of relation \"{table}\" does not exist"
                 ))
             })?;
-            let value = evaluate(&assignment.value.to_string())?;
-            new_columns[index] = cast(&value, schema.field(index).data_type())
-                .map_err(|e| SqlError::InvalidValue(e.to_string()))?;
+            let mut value = assignment.value.clone();
+            conform_literal(&mut value, schema.field(index))?;
+            let value = evaluate(&value.to_string())?;
+            new_columns[index] =
+                cast_with_options(&value, schema.field(index).data_type(), &STRICT)
+                    .map_err(|e| SqlError::InvalidValue(e.to_string()))?;
         }
         Ok(Some(RecordBatch::try_new(schema, new_columns)?))
     }
 }
+
+/// Casts that fail on a value of the wrong form instead of making it NULL.
+const STRICT: CastOptions<'static> = CastOptions {
+    safe: false,
+    format_options: datafusion::arrow::util::display::FormatOptions::new(),
+};
 
 /// `UPDATE table [AS alias] SET column = expr, … [WHERE …]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -288,18 +298,37 @@ impl Update {
             return Err(SqlError::Internal("UPDATE of a derived table".into()));
         };
         let qualifier = qualifier(alias.as_ref(), table_name);
-        let new_values = self
-            .update
-            .assignments
-            .iter()
-            .enumerate()
-            .map(|(i, a)| format!(", ({}) AS \"__fluxion_new_{i}\"", a.value))
-            .collect::<String>();
-        let query = format!(
-            "SELECT {qualifier}.*{new_values} FROM {name} AS {qualifier}{}",
-            where_clause(self.update.selection.as_ref())
-        );
-        plan_select(ctx, &query).await
+        let plan_with = |assignments: &[Assignment]| {
+            let new_values = assignments
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!(", ({}) AS \"__fluxion_new_{i}\"", a.value))
+                .collect::<String>();
+            let query = format!(
+                "SELECT {qualifier}.*{new_values} FROM {name} AS {qualifier}{}",
+                where_clause(self.update.selection.as_ref())
+            );
+            async move { plan_select(ctx, &query).await }
+        };
+        let plan = plan_with(&self.update.assignments).await?;
+        // A literal takes the type of the column it is assigned to: planned again with the
+        // literals spelled as those types read them, if any needs it.
+        let mut assignments = self.update.assignments.clone();
+        for assignment in &mut assignments {
+            let AssignmentTarget::ColumnName(column) = &assignment.target else {
+                continue;
+            };
+            if let Ok(field) = plan
+                .schema()
+                .field_with_unqualified_name(&column_name(column)?)
+            {
+                conform_literal(&mut assignment.value, field)?;
+            }
+        }
+        if assignments == self.update.assignments {
+            return Ok(plan);
+        }
+        plan_with(&assignments).await
     }
 
     pub(crate) fn ast_mut(&mut self) -> &mut ast::Update {
