@@ -61,9 +61,10 @@ impl Query {
 
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
-    let query = match rng.random_range(0..18) {
+    let query = match rng.random_range(0..19) {
         0..=1 => select_filter(rng, tables),
         2..=3 => join_query(rng, tables),
+        18 => asof_join_query(rng, tables),
         4..=6 => group_by_query(rng, tables),
         7 => global_aggregate(rng, tables),
         8 => distinct_query(rng, tables),
@@ -209,6 +210,91 @@ fn join_query(rng: &mut StdRng, tables: &[Table]) -> Query {
     let outputs = select_exprs(rng, &from.scope);
     let filter = maybe_where(rng, &from.scope);
     Query::select(&outputs, &format!(" FROM {}{filter}", from.sql))
+}
+
+/// `SELECT exprs FROM a ASOF [LEFT] JOIN b ON a.k = b.k AND a.t <op> b.t [WHERE p]`, on
+/// integer columns (the key sometimes left out). The oracle, which has no ASOF JOIN, runs the
+/// join on the same condition keeping the pairs with no closer candidate (`NOT EXISTS`), and
+/// for the `LEFT` form adds the left rows without a candidate, joined to NULLs.
+fn asof_join_query(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let left = single_table(rng, tables, "x0");
+    let table = tables.choose(rng).unwrap();
+    let right = scope_of(table, "x1");
+    let integers = |scope: &Scope| -> Vec<ScopeColumn> {
+        scope
+            .columns
+            .iter()
+            .filter(|c| c.kind() == Kind::Int)
+            .cloned()
+            .collect()
+    };
+    let (left_ints, right_ints) = (integers(&left.scope), integers(&right));
+    let pick = |rng: &mut StdRng, columns: &[ScopeColumn]| {
+        columns
+            .choose(rng)
+            .expect("invariant: every table has an integer column")
+            .clone()
+    };
+    let (left_time, right_time) = (pick(rng, &left_ints), pick(rng, &right_ints));
+    let op = *[">=", ">", "<=", "<"].choose(rng).unwrap();
+    let key = rng
+        .random_bool(0.9)
+        .then(|| (pick(rng, &left_ints), pick(rng, &right_ints)));
+    // The condition with the right side under `alias`.
+    let condition = |alias: &str| {
+        let time = format!("{} {op} {alias}.{}", left_time.sql(), right_time.name);
+        match &key {
+            Some((l, r)) => format!("{} = {alias}.{} AND {time}", l.sql(), r.name),
+            None => time,
+        }
+    };
+    let closer = if op.starts_with('>') { ">" } else { "<" };
+    let outer = rng.random_bool(0.5);
+    let mut scope = left.scope;
+    scope.columns.extend(right.columns);
+    let outputs = select_exprs(rng, &scope);
+    let filter = rng.random_bool(0.5).then(|| predicate(rng, &scope));
+    let and_filter = filter
+        .as_ref()
+        .map(|p| format!(" AND {p}"))
+        .unwrap_or_default();
+    let kind = if outer { "ASOF LEFT JOIN" } else { "ASOF JOIN" };
+    let mut query = Query::select(
+        &outputs,
+        &format!(
+            " FROM {} {kind} {} AS x1 ON {}{}",
+            left.sql,
+            table.name,
+            condition("x1"),
+            filter.map(|p| format!(" WHERE {p}")).unwrap_or_default()
+        ),
+    );
+    let matched = format!(
+        "SELECT {} FROM {} JOIN {} AS x1 ON {} WHERE NOT EXISTS (SELECT 1 FROM {} AS y \
+         WHERE {} AND y.{} {closer} x1.{}){and_filter}",
+        aliased(&outputs),
+        left.sql,
+        table.name,
+        condition("x1"),
+        table.name,
+        condition("y"),
+        right_time.name,
+        right_time.name,
+    );
+    query.oracle_sql = Some(if outer {
+        format!(
+            "{matched} UNION ALL SELECT {} FROM {} LEFT JOIN {} AS x1 ON false \
+             WHERE NOT EXISTS (SELECT 1 FROM {} AS y WHERE {}){and_filter}",
+            aliased(&outputs),
+            left.sql,
+            table.name,
+            table.name,
+            condition("y"),
+        )
+    } else {
+        matched
+    });
+    query
 }
 
 /// `count` aggregate calls with at most one string_agg (DataFusion, the oracle, cannot run

@@ -235,6 +235,7 @@ fn rebuilt_relation(table: &RelationTable, name: &str) -> RelationTable {
     let mut rebuilt = arranged_relation(table.id, name, table.desc.clone());
     rebuilt.lookups = table.lookups.clone();
     rebuilt.unique_keys = table.unique_keys.clone();
+    rebuilt.event_time = table.event_time.clone();
     rebuilt.defaults = table.defaults.clone();
     rebuilt
 }

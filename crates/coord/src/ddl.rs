@@ -42,6 +42,8 @@ pub(crate) struct PlannedTable {
     /// Append-only (a source without a key whose records are inserts): kept in a stream log
     /// and fed to the dataflows that read it, not arranged (see `streams`).
     pub is_stream: bool,
+    /// The column of its `WATERMARK` (a source that declares one): its event time.
+    pub event_time: Option<String>,
 }
 
 /// A view or materialized view, planned from its query.
@@ -76,6 +78,7 @@ impl PlannedTable {
             defaults: definition.defaults,
             default_sql: definition.default_sql,
             is_stream: false,
+            event_time: None,
         }
     }
 }
@@ -580,6 +583,7 @@ impl Coordinator {
         };
         let mut table = relation_table(id, &planned.name, planned.desc);
         table.defaults = planned.defaults;
+        table.event_time = planned.event_time;
         if planned.is_stream {
             self.streams.open(id)?;
             self.compute.create_stream(id);

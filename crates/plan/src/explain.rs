@@ -60,6 +60,27 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 .unwrap_or_default();
             writeln!(out, "{pad}Join {kind:?} on [{keys}]{filter}")
         }
+        Plan::AsOfJoin {
+            outer,
+            left_key,
+            right_key,
+            left_time,
+            right_time,
+            matches,
+            ..
+        } => {
+            let keys = left_key
+                .iter()
+                .zip(right_key)
+                .map(|(l, r)| format!("{l} = {r}"))
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            let kind = if *outer { "Left" } else { "Inner" };
+            writeln!(
+                out,
+                "{pad}AsOfJoin {kind} on [{keys}] closest {right_time} {matches:?} {left_time}"
+            )
+        }
         Plan::Reduce {
             group_len,
             aggregates,

@@ -92,6 +92,31 @@ pub enum Plan {
         /// anti joins.
         schema: SchemaRef,
     },
+    /// An ASOF join: each left row with the right rows of its key whose time is the closest
+    /// to the left row's on the side `matches` names (every right row at that time matches).
+    /// A left row with a NULL key or time, or no such right row, matches nothing.
+    AsOfJoin {
+        /// The left input.
+        left: Box<Plan>,
+        /// The right input.
+        right: Box<Plan>,
+        /// Left rows without a match are kept, padded with NULLs (`ASOF LEFT JOIN`).
+        outer: bool,
+        /// Key expressions over the left input's columns.
+        left_key: Vec<ScalarExpr>,
+        /// Key expressions over the right input's columns, of the left key's types.
+        right_key: Vec<ScalarExpr>,
+        /// The schema of encoded keys (the left key's types).
+        key_schema: SchemaRef,
+        /// The left row's time, over the left input's columns.
+        left_time: ScalarExpr,
+        /// The right row's time, over the right input's columns, of `left_time`'s type.
+        right_time: ScalarExpr,
+        /// Where a matching right row's time lies from the left row's.
+        matches: AsOfMatch,
+        /// The output schema: `left ++ right`.
+        schema: SchemaRef,
+    },
     /// Groups by the first `group_len` input columns and computes aggregates over the rest.
     Reduce {
         /// The input, whose columns are `group columns ++ aggregate arguments`.
@@ -247,6 +272,32 @@ pub enum JoinKind {
     LeftAntiNullAware,
 }
 
+/// Where the right rows an ASOF join matches lie from the left row's time: the closest
+/// such time is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsOfMatch {
+    /// At or before it (`left.t >= right.t`).
+    AtOrBefore,
+    /// Strictly before it (`left.t > right.t`).
+    Before,
+    /// At or after it (`left.t <= right.t`).
+    AtOrAfter,
+    /// Strictly after it (`left.t < right.t`).
+    After,
+}
+
+impl AsOfMatch {
+    /// Whether the closest time is the latest of the candidates (they lie before).
+    pub fn takes_latest(self) -> bool {
+        matches!(self, AsOfMatch::AtOrBefore | AsOfMatch::Before)
+    }
+
+    /// Whether a right time equal to the left time matches.
+    pub fn includes_equal(self) -> bool {
+        matches!(self, AsOfMatch::AtOrBefore | AsOfMatch::AtOrAfter)
+    }
+}
+
 /// One bound of a [`Plan::TemporalFilter`]: the clock compared with `expr` (a timestamp).
 #[derive(Debug, Clone)]
 pub struct TemporalBound {
@@ -371,6 +422,7 @@ impl Plan {
             | Plan::Map { schema, .. }
             | Plan::Unnest { schema, .. }
             | Plan::Join { schema, .. }
+            | Plan::AsOfJoin { schema, .. }
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. }
             | Plan::Session { schema, .. }
@@ -397,7 +449,9 @@ impl Plan {
             | Plan::TemporalFilter { input, .. }
             | Plan::Session { input, .. }
             | Plan::Window { input, .. } => vec![input],
-            Plan::Join { left, right, .. } => vec![left, right],
+            Plan::Join { left, right, .. } | Plan::AsOfJoin { left, right, .. } => {
+                vec![left, right]
+            }
             Plan::Union { inputs, .. } => inputs.iter().collect(),
         }
     }

@@ -329,6 +329,8 @@ fn column_bounds(
         }
         // A temporal filter retracts rows as the clock moves, whatever their times.
         Plan::Constant { .. } | Plan::TemporalFilter { .. } => {}
+        // A right row still to come can change the match of left rows of any time.
+        Plan::AsOfJoin { .. } => {}
         Plan::Map {
             input, projection, ..
         } => {

@@ -86,6 +86,8 @@ pub struct RelationTable {
     pub lookups: Vec<KeyedArrangement>,
     /// The unique indexes every write is checked against.
     pub unique_keys: Vec<UniqueKey>,
+    /// The column of its `WATERMARK`: its rows' event time (sources that declare one).
+    pub event_time: Option<String>,
     /// Column defaults for INSERT.
     pub defaults: HashMap<String, Expr>,
     constraints: Constraints,
@@ -116,6 +118,7 @@ impl RelationTable {
             desc,
             lookups: Vec::new(),
             unique_keys: Vec::new(),
+            event_time: None,
             defaults: HashMap::new(),
             constraints,
             planning_schema,

@@ -14,6 +14,7 @@
 //! This crate is the only one that knows sqlparser: nothing of its syntax tree leaves it. It
 //! knows nothing of dataflow execution, storage, sessions or the wire protocol.
 
+mod asof_joins;
 mod bag_set_operations;
 mod bind;
 pub mod catalog;

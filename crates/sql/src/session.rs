@@ -40,6 +40,7 @@ pub fn config() -> SessionConfig {
 pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
     analyzer_rules.insert(0, Arc::new(crate::bag_set_operations::BagSetOperations));
+    analyzer_rules.insert(0, Arc::new(crate::asof_joins::AsOfJoins));
     analyzer_rules.insert(1, Arc::new(crate::postgres_types::SumBigintAsNumeric));
     analyzer_rules.insert(2, Arc::new(crate::postgres_types::RoundingIntegerCasts));
     for (position, rule) in crate::postgres_arrays::analyzer_rules()
@@ -72,6 +73,8 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     let _ = state.register_udf(Arc::new(crate::temporal_filters::mz_now()));
     let _ = state.register_udf(Arc::new(crate::temporal_filters::clock()));
     let _ = state.register_udf(Arc::new(crate::hop_windows::hop_starts()));
+    let _ = state.register_udf(Arc::new(crate::asof_joins::asof_marker()));
+    let _ = state.register_udwf(Arc::new(crate::asof_joins::asof_closest()));
     for function in crate::session_windows::session_window_functions() {
         let _ = state.register_udwf(Arc::new(function));
     }

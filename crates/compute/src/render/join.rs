@@ -33,9 +33,9 @@ use crate::arrangement::{RowBatcher, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::RowRef;
 
-type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+pub(super) type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
-type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
+pub(super) type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
 type Pairs<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 
 /// Renders a [`Plan::Join`] over the already rendered inputs.
@@ -195,7 +195,7 @@ fn concat_schema(left: &SchemaRef, right: &SchemaRef) -> SchemaRef {
 
 /// Pairs each row with its join key; the key is `None` when it holds a NULL and NULLs match
 /// nothing.
-fn key_by<'s>(
+pub(super) fn key_by<'s>(
     rows: RowCollection<'s>,
     input: RowCodec,
     key: RowCodec,
@@ -253,7 +253,7 @@ fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool
 }
 
 /// Separates rows that can match (`(key, row)`) from rows whose key holds a NULL.
-fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
+pub(super) fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
     let matchable = keyed
         .clone()
         .flat_map(|(key, row)| key.map(|key| (key, row)));

@@ -5,6 +5,7 @@
 
 mod accumulable;
 mod aggregate;
+mod asof_join;
 mod constant;
 mod evaluate;
 mod join;
@@ -61,7 +62,7 @@ pub(crate) fn codec(schema: &SchemaRef) -> Result<RowCodec, RenderError> {
 /// encoding, so rendering cannot fail halfway on some workers.
 pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
     codec(plan.schema())?;
-    if let Plan::Join { key_schema, .. } = plan {
+    if let Plan::Join { key_schema, .. } | Plan::AsOfJoin { key_schema, .. } = plan {
         codec(key_schema)?;
     }
     plan.inputs().into_iter().try_for_each(validate)
@@ -124,6 +125,34 @@ impl<'s> RenderContext<'s, '_> {
                     plan,
                     (self.dataflow, self.errors.clone()),
                 )
+            }
+            Plan::AsOfJoin {
+                left,
+                right,
+                outer,
+                left_key,
+                right_key,
+                key_schema,
+                left_time,
+                right_time,
+                matches,
+                ..
+            } => {
+                let left_rows = self.render(left)?;
+                let right_rows = self.render(right)?;
+                let spec = asof_join::AsOfSpec {
+                    left_schema: left.schema(),
+                    right_schema: right.schema(),
+                    outer: *outer,
+                    left_key,
+                    right_key,
+                    key_schema,
+                    left_time,
+                    right_time,
+                    matches: *matches,
+                };
+                let errors = (self.dataflow, self.errors.clone());
+                asof_join::render(left_rows, right_rows, spec, errors)
             }
             Plan::Reduce {
                 input,
@@ -267,7 +296,10 @@ impl<'s> RenderContext<'s, '_> {
                 *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
             }
             Plan::EmitOnWindowClose { .. } => true,
-            Plan::ForgetClosed { .. } | Plan::Session { .. } | Plan::TemporalFilter { .. } => false,
+            Plan::ForgetClosed { .. }
+            | Plan::Session { .. }
+            | Plan::TemporalFilter { .. }
+            | Plan::AsOfJoin { .. } => false,
             Plan::Reduce { .. }
             | Plan::Distinct { .. }
             | Plan::TopK { .. }

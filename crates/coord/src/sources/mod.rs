@@ -160,12 +160,16 @@ impl Coordinator {
                 defaults: Default::default(),
                 default_sql: Default::default(),
                 is_stream: false,
+                event_time: None,
             }
         } else {
             PlannedTable::new(&create.name, create.plan_columns(&self.base_state)?)
         };
         let include = source_include(create)?;
         let mut planned = with_include_columns(planned, &include)?;
+        planned.event_time = create
+            .watermark(&self.base_state)?
+            .map(|watermark| watermark.column);
         let format = source_format(create)?;
         // Only inserts ever reach a source without a key read as plain records: it is a
         // stream. (A CDC source feeds tables, which are arranged.)

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::{DFSchema, ExprSchema, JoinType, NullEquality};
-use datafusion::logical_expr::{Expr, ExprSchemable, Join};
+use datafusion::logical_expr::{Expr, ExprSchemable, Join, LogicalPlan};
 
 use super::{arrow_schema, Lowerer};
 use crate::SqlError;
-use plan::{JoinKind, Plan};
+use plan::{JoinKind, Plan, ScalarExpr};
 
 impl Lowerer<'_> {
     pub(super) fn lower_join(&self, join: &Join) -> Result<Plan, SqlError> {
@@ -52,6 +52,35 @@ impl Lowerer<'_> {
                 }
             })
             .unzip();
+        let keys = self.join_keys(left, right, left_exprs, right_exprs)?;
+        let pair_schema: DFSchema = left.schema().join(right.schema())?;
+        let filter = join
+            .filter
+            .as_ref()
+            .map(|f| self.physical(f, &pair_schema))
+            .transpose()?;
+        Ok(Plan::Join {
+            left: Box::new(self.lower(left)?),
+            right: Box::new(self.lower(right)?),
+            kind,
+            left_key: keys.left,
+            right_key: keys.right,
+            key_schema: keys.schema,
+            filter,
+            nulls_equal: join.null_equality == NullEquality::NullEqualsNull,
+            schema: arrow_schema(&join.schema),
+        })
+    }
+
+    /// The key expressions `left_exprs = right_exprs` compiled over each side, the right
+    /// ones cast to the left ones' types.
+    pub(super) fn join_keys(
+        &self,
+        left: &LogicalPlan,
+        right: &LogicalPlan,
+        left_exprs: Vec<Expr>,
+        right_exprs: Vec<Expr>,
+    ) -> Result<JoinKeys, SqlError> {
         let left_schema = left.schema();
         let right_schema = right.schema();
         let key_fields = left_exprs
@@ -74,22 +103,17 @@ impl Lowerer<'_> {
                 }
             })
             .collect::<Result<Vec<_>, datafusion::error::DataFusionError>>()?;
-        let pair_schema: DFSchema = left_schema.join(right_schema)?;
-        let filter = join
-            .filter
-            .as_ref()
-            .map(|f| self.physical(f, &pair_schema))
-            .transpose()?;
-        Ok(Plan::Join {
-            left: Box::new(self.lower(left)?),
-            right: Box::new(self.lower(right)?),
-            kind,
-            left_key: self.physical_all(&left_exprs, left_schema)?,
-            right_key: self.physical_all(&right_exprs, right_schema)?,
-            key_schema: Arc::new(Schema::new(key_fields)),
-            filter,
-            nulls_equal: join.null_equality == NullEquality::NullEqualsNull,
-            schema: arrow_schema(&join.schema),
+        Ok(JoinKeys {
+            left: self.physical_all(&left_exprs, left_schema)?,
+            right: self.physical_all(&right_exprs, right_schema)?,
+            schema: Arc::new(Schema::new(key_fields)),
         })
     }
+}
+
+/// A join's key expressions over each side, and the schema of the keys they make.
+pub(super) struct JoinKeys {
+    pub left: Vec<ScalarExpr>,
+    pub right: Vec<ScalarExpr>,
+    pub schema: SchemaRef,
 }

@@ -7,6 +7,7 @@
 //! with an error naming the construct, never recomputed silently.
 
 mod aggregate;
+mod asof;
 mod join;
 mod projections;
 mod session;
@@ -436,6 +437,12 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
             schema,
         },
         Plan::Union { inputs, .. } => Plan::Union { inputs, schema },
+        mut asof @ Plan::AsOfJoin { .. } => {
+            if let Plan::AsOfJoin { schema: old, .. } = &mut asof {
+                *old = schema;
+            }
+            asof
+        }
         Plan::Distinct { input } => Plan::Distinct {
             input: Box::new(with_schema(*input, schema)),
         },

@@ -31,6 +31,9 @@ impl Lowerer<'_> {
         if window.window_expr.iter().any(is_session_bound) {
             return self.lower_session(window);
         }
+        if window.window_expr.iter().any(super::asof::is_asof_closest) {
+            return self.lower_asof(window);
+        }
         let schema = window.input.schema();
         let mut over: Option<(&[Expr], &[SortExpr])> = None;
         let mut functions = Vec::with_capacity(window.window_expr.len());

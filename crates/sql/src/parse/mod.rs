@@ -6,6 +6,7 @@
 //! mix freely in one query string. Literals are normalized to spellings DataFusion's parsers
 //! accept (see [`crate::literals`]).
 
+mod asof;
 mod emit;
 pub(crate) mod options;
 
@@ -23,6 +24,7 @@ use crate::statement::sources::{parse_source_statement, SourceStatement};
 use crate::statement::subscriptions::{parse_subscribe_statement, SubscribeStatement};
 use crate::statement::{Drop, ObjectKind, Rename, Show, Statement};
 use crate::SqlError;
+pub(crate) use asof::written_as_asof;
 
 /// Parses SQL text into statements (separated by semicolons).
 ///
@@ -67,6 +69,7 @@ pub fn parse_noting_truncations(
             _ => None,
         })
         .collect();
+    let tokens = asof::mark_time_joins(tokens)?;
     let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();

@@ -428,7 +428,7 @@ impl CreateView {
     pub fn to_sql(&self) -> String {
         let mut create = self.create.clone();
         create.name = object_name(&self.name);
-        let sql = ast::Statement::CreateView(create).to_string();
+        let sql = crate::parse::written_as_asof(ast::Statement::CreateView(create).to_string());
         if self.emit_on_window_close {
             format!("{sql} EMIT ON WINDOW CLOSE")
         } else {
@@ -474,7 +474,10 @@ impl CreateView {
             .and_then(|mut s| s.pop())
         {
             Some(crate::statement::Statement::CreateView(view)) => {
-                format!(" {};", view.create.query)
+                format!(
+                    " {};",
+                    crate::parse::written_as_asof(view.create.query.to_string())
+                )
             }
             _ => String::new(),
         }
