@@ -1,8 +1,9 @@
 //! `EMIT ON WINDOW CLOSE` against an oracle: random batches of out-of-order events, some late,
 //! posted to two webhook sources with watermarks, through a tumbling-window count and sum and
-//! a hopping-window min and max over one, and a window join of both (which closes a window
-//! only once both watermarks have passed it), all emitting on window close, with a SIGKILL in
-//! the middle. The oracle computes, from the same batches, which windows have closed and which
+//! a hopping-window min and max over one, a window join of both (which closes a window
+//! only once both watermarks have passed it), and an interval left join of both (an event
+//! with the other source's events of its key up to 1 s after it, or with NULLs), all
+//! emitting on window close, with a SIGKILL in the middle. The oracle computes, from the same batches, which windows have closed and which
 //! rows each holds (a row counts unless its window had closed before its batch arrived), and
 //! the views must equal it exactly, before and after the restart.
 
@@ -24,6 +25,8 @@ const TUMBLE: i64 = 5;
 const SLIDE: i64 = 2;
 /// The hopping window's size.
 const HOP: i64 = 6;
+/// How long after an event the interval join takes the other source's events.
+const SPAN: i64 = 1;
 
 /// One event: its id, key and event time (seconds after 2026-01-01 00:00).
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +51,13 @@ struct Oracle {
     other_watermark: Option<i64>,
     /// `(window start, k)` → rows of each source the window join holds.
     joined: [BTreeMap<(i64, i64), i64>; 2],
+    /// The events and the other source's events the interval join took in (those that came
+    /// before their rows had closed).
+    interval: [Vec<Event>; 2],
+    /// The interval join's rows emitted so far, `id|other id` (`NULL` when none matched).
+    matched: Vec<(i64, Option<i64>)>,
+    /// Events whose interval join rows have been emitted.
+    matched_ids: std::collections::BTreeSet<i64>,
 }
 
 impl Oracle {
@@ -82,14 +92,67 @@ impl Oracle {
         }
         self.join(0, batch);
         let largest = batch.iter().map(|e| e.ts - DELAY).max();
+        self.interval_take(0, batch);
         self.watermark = self.watermark.max(largest);
+        self.interval_close();
     }
 
     /// Takes in one batch of the second source.
     fn apply_other(&mut self, batch: &[Event]) {
         self.join(1, batch);
+        self.interval_take(1, batch);
         let largest = batch.iter().map(|e| e.ts - DELAY).max();
         self.other_watermark = self.other_watermark.max(largest);
+        self.interval_close();
+    }
+
+    /// The interval join's rows close (and its inputs' rows are forgotten) below this: no
+    /// other event still to come can fall in an event's span once the other source's
+    /// watermark has passed its end.
+    fn interval_bound(&self) -> Option<i64> {
+        Some(self.watermark?.min(self.other_watermark? - SPAN))
+    }
+
+    /// Takes in one batch of one side of the interval join: the rows not already closed.
+    fn interval_take(&mut self, side: usize, batch: &[Event]) {
+        let bound = self.interval_bound();
+        self.interval[side].extend(batch.iter().filter(|e| bound.is_none_or(|b| e.ts >= b)));
+    }
+
+    /// Emits the interval join's rows of the events that have closed.
+    fn interval_close(&mut self) {
+        let Some(bound) = self.interval_bound() else {
+            return;
+        };
+        let [events, others] = &self.interval;
+        for event in events.iter().filter(|e| e.ts < bound) {
+            if !self.matched_ids.insert(event.id) {
+                continue;
+            }
+            let matches: Vec<i64> = others
+                .iter()
+                .filter(|o| o.k == event.k && o.ts >= event.ts && o.ts <= event.ts + SPAN)
+                .map(|o| o.id)
+                .collect();
+            if matches.is_empty() {
+                self.matched.push((event.id, None));
+            }
+            self.matched
+                .extend(matches.into_iter().map(|other| (event.id, Some(other))));
+        }
+    }
+
+    /// The interval join's rows emitted, as the view's rows.
+    fn closed_matched(&self) -> Vec<String> {
+        let mut matched = self.matched.clone();
+        matched.sort();
+        matched
+            .into_iter()
+            .map(|(id, other)| match other {
+                Some(other) => format!("{id}|{other}"),
+                None => format!("{id}|NULL"),
+            })
+            .collect()
     }
 
     /// The window join closes a window once both watermarks have passed it.
@@ -213,6 +276,11 @@ const SETUP: &str = "
     CREATE MATERIALIZED VIEW hopping AS
       SELECT window_end, max(id) AS top, min(id) AS bottom
       FROM HOP(events, ts, INTERVAL '2' SECOND, INTERVAL '6' SECOND) GROUP BY window_end
+      EMIT ON WINDOW CLOSE;
+    CREATE MATERIALIZED VIEW matched AS
+      SELECT a.id, a.ts, b.id AS other
+      FROM events a LEFT JOIN others b
+        ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND
       EMIT ON WINDOW CLOSE;";
 
 async fn check(client: &tokio_postgres::Client, oracle: &Oracle, when: &str) {
@@ -228,6 +296,11 @@ async fn check(client: &tokio_postgres::Client, oracle: &Oracle, when: &str) {
     assert_eq!(hopping.await, oracle.closed_hopping(), "hopping, {when}");
     let joined = rows(client, "SELECT window_start, n FROM joined ORDER BY 1");
     assert_eq!(joined.await, oracle.closed_joined(), "joined, {when}");
+    let matched = rows(
+        client,
+        "SELECT id, other FROM matched ORDER BY 1, 2 NULLS FIRST",
+    );
+    assert_eq!(matched.await, oracle.closed_matched(), "matched, {when}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,5 +344,11 @@ async fn closed_windows_equal_the_oracle_across_a_restart() {
         assert!(oracle.closed_tumbling().len() > 10, "windows closed");
         assert!(oracle.too_late > 0, "rows came after their windows closed");
         assert!(oracle.closed_joined().len() > 3, "joined windows closed");
+        let matched = oracle.closed_matched();
+        assert!(
+            matched.iter().any(|row| row.ends_with("|NULL"))
+                && matched.iter().any(|row| !row.ends_with("|NULL")),
+            "events closed with and without matches: {matched:?}"
+        );
     }
 }

@@ -622,3 +622,117 @@ async fn a_join_for_system_time_as_of_prices_each_order_at_the_rate_of_its_time(
         assert!(error.starts_with("0A000"), "{refused}: {error}");
     }
 }
+
+/// Posts JSON lines to the webhook source `source`.
+fn post_lines(port: u16, source: &str, lines: &[&str]) {
+    let body: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let path = format!("/webhook/public/{source}");
+    let (status, answer) = post(port, &path, &SECRET, body.as_bytes());
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interval_join_emits_each_search_once_clicked_or_not_when_its_interval_closes() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let join = "SELECT s.id, s.ts, c.ts AS clicked FROM searches s LEFT JOIN clicks c
+                  ON s.session = c.session
+                  AND c.ts BETWEEN s.ts AND s.ts + INTERVAL '10' SECOND";
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE searches (id bigint NOT NULL, session bigint NOT NULL,
+                 ts timestamp NOT NULL, WATERMARK FOR ts AS ts)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE SOURCE clicks (session bigint NOT NULL, ts timestamp NOT NULL,
+                 WATERMARK FOR ts AS ts)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE MATERIALIZED VIEW outcomes AS {join} EMIT ON WINDOW CLOSE;
+             CREATE MATERIALIZED VIEW live AS {join};"
+        ))
+        .await
+        .expect("two sources and an interval join of them");
+    let port = server.http_port();
+    let outcomes = "SELECT id, ts, clicked FROM outcomes ORDER BY id";
+    let live = "SELECT id, ts, clicked FROM live ORDER BY id";
+    post_lines(
+        port,
+        "searches",
+        &[
+            r#"{"id": 1, "session": 1, "ts": "2026-01-01T00:00:00"}"#,
+            r#"{"id": 2, "session": 2, "ts": "2026-01-01T00:00:05"}"#,
+        ],
+    );
+    post_lines(
+        port,
+        "clicks",
+        &[r#"{"session": 1, "ts": "2026-01-01T00:00:03"}"#],
+    );
+    // The ordinary view pads search 2 at once; the other waits: a click may still come for
+    // both (the clicks' watermark, 3 s, is before either's 10 seconds end).
+    assert_eq!(
+        rows(&client, live).await,
+        [
+            "1|2026-01-01 00:00:00|2026-01-01 00:00:03",
+            "2|2026-01-01 00:00:05|NULL"
+        ]
+    );
+    assert!(rows(&client, outcomes).await.is_empty());
+    // Clicks reach 30 s: search 1's interval has passed (the searches' watermark, 5 s, is
+    // past it too), so it is out with its click; search 2 (5 s) is not yet behind the
+    // searches' watermark.
+    post_lines(
+        port,
+        "clicks",
+        &[r#"{"session": 9, "ts": "2026-01-01T00:00:30"}"#],
+    );
+    assert_eq!(
+        rows(&client, outcomes).await,
+        ["1|2026-01-01 00:00:00|2026-01-01 00:00:03"]
+    );
+    // Searches reach 40 s: search 2 closes without a click, and is out as unclicked.
+    post_lines(
+        port,
+        "searches",
+        &[r#"{"id": 3, "session": 3, "ts": "2026-01-01T00:00:40"}"#],
+    );
+    assert_eq!(
+        rows(&client, outcomes).await,
+        [
+            "1|2026-01-01 00:00:00|2026-01-01 00:00:03",
+            "2|2026-01-01 00:00:05|NULL"
+        ]
+    );
+    // A late click for search 2 corrects the ordinary view; the emitted row never changes.
+    post_lines(
+        port,
+        "clicks",
+        &[r#"{"session": 2, "ts": "2026-01-01T00:00:07"}"#],
+    );
+    assert_eq!(
+        rows(&client, live).await,
+        [
+            "1|2026-01-01 00:00:00|2026-01-01 00:00:03",
+            "2|2026-01-01 00:00:05|2026-01-01 00:00:07",
+            "3|2026-01-01 00:00:40|NULL"
+        ]
+    );
+    assert_eq!(
+        rows(&client, outcomes).await,
+        [
+            "1|2026-01-01 00:00:00|2026-01-01 00:00:03",
+            "2|2026-01-01 00:00:05|NULL"
+        ]
+    );
+    let plan = rows(
+        &client,
+        &format!("EXPLAIN CREATE MATERIALIZED VIEW x AS {join} EMIT ON WINDOW CLOSE"),
+    )
+    .await;
+    assert_eq!(
+        plan.iter()
+            .filter(|line| line.contains("ForgetClosed"))
+            .count(),
+        2,
+        "both inputs forget what has closed: {plan:?}"
+    );
+}

@@ -59,5 +59,8 @@ pub const NEXMARK_TABLES: [NexmarkTable; 3] = [
     },
 ];
 
+/// The auction table (3 of every 50 events).
+pub const AUCTION: &NexmarkTable = &NEXMARK_TABLES[1];
+
 /// The bid table (46 of every 50 events).
 pub const BID: &NexmarkTable = &NEXMARK_TABLES[2];

@@ -1,11 +1,16 @@
 //! Window state: whether a windowed view's memory stays flat over a long stream.
 //!
 //! Creates a `nexmark` Bid source running as fast as it can over `--events` events, with a
-//! watermark trailing `date_time` by 4 seconds, and one view over 10-second tumbling windows
-//! that keeps per-window state growing with the window's contents: `count(*)` and
-//! `count(DISTINCT bidder)`. With `--emit-on-window-close` the view ends in `EMIT ON WINDOW
-//! CLOSE`, and the state of every window that has closed should be forgotten; without it, every
-//! window's distinct bidders stay (late rows may still correct them). Every second it samples
+//! watermark trailing `date_time` by 4 seconds, and one view (`--view`):
+//! - `tumble`: 10-second tumbling windows that keep per-window state growing with the
+//!   window's contents, `count(*)` and `count(DISTINCT bidder)`;
+//! - `interval-join`: an Auction source too (same sequence and watermark), and the bids made
+//!   within 10 seconds of their auction's start, joined by an interval condition and counted
+//!   per 10 seconds of auction start.
+//!
+//! With `--emit-on-window-close` the view ends in `EMIT ON WINDOW CLOSE`, and the state of
+//! every window (and every auction and bid) that has closed should be forgotten; without it,
+//! everything stays (late rows may still correct it). Every second it samples
 //! the bids the source has made durable, the records the view's arrangements hold and the
 //! server's resident memory; it prints them at each tenth of the run and at 10M, 50M and
 //! 100M events, with the events/s sustained and the peak resident memory.
@@ -13,8 +18,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use fluxion_benches::nexmark_tables::BID;
+use clap::{Parser, ValueEnum};
+use fluxion_benches::nexmark_tables::{AUCTION, BID};
 use fluxion_benches::BenchServer;
 
 #[derive(Debug, Parser)]
@@ -31,6 +36,53 @@ struct Args {
     /// End the view in `EMIT ON WINDOW CLOSE`.
     #[arg(long)]
     emit_on_window_close: bool,
+    /// The view whose state is watched.
+    #[arg(long, value_enum, default_value_t = View::Tumble)]
+    view: View,
+}
+
+/// The views the benchmark can watch.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum View {
+    /// A count and a distinct count per 10-second tumbling window of bids.
+    Tumble,
+    /// Bids within 10 seconds of their auction's start, counted per 10 seconds.
+    IntervalJoin,
+}
+
+impl View {
+    /// The sources and the view `per_window`, over `events` events.
+    fn sql(self, events: u64, emit: &str) -> String {
+        let watermarked = |table: &fluxion_benches::nexmark_tables::NexmarkTable| {
+            format!(
+                "CREATE SOURCE {} ({}, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
+                   WITH (connector = 'nexmark', nexmark.table.type = '{}',
+                     nexmark.event.rate = '0', nexmark.event.num = '{events}');",
+                table.name, table.columns, table.table_type
+            )
+        };
+        match self {
+            View::Tumble => format!(
+                "{}
+                 CREATE MATERIALIZED VIEW per_window AS
+                   SELECT window_start, count(*) AS bids, count(DISTINCT bidder) AS bidders
+                   FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_start {emit};",
+                watermarked(BID)
+            ),
+            View::IntervalJoin => format!(
+                "{}
+                 {}
+                 CREATE MATERIALIZED VIEW per_window AS
+                   SELECT date_bin(INTERVAL '10' SECOND, a.date_time, TIMESTAMP '1970-01-01')
+                       AS window_start, count(*) AS bids
+                   FROM auction a JOIN bid b ON b.auction = a.id
+                     AND b.date_time BETWEEN a.date_time AND a.date_time + INTERVAL '10' SECOND
+                   GROUP BY 1 {emit};",
+                watermarked(AUCTION),
+                watermarked(BID)
+            ),
+        }
+    }
 }
 
 /// One sample of the run.
@@ -56,17 +108,7 @@ async fn main() -> Result<(), String> {
         ""
     };
     client
-        .batch_execute(&format!(
-            "CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT,
-                 url TEXT, date_time TIMESTAMP, extra TEXT,
-                 WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
-               WITH (connector = 'nexmark', nexmark.table.type = 'Bid',
-                 nexmark.event.rate = '0', nexmark.event.num = '{}');
-             CREATE MATERIALIZED VIEW per_window AS
-               SELECT window_start, count(*) AS bids, count(DISTINCT bidder) AS bidders
-               FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_start {emit};",
-            args.events
-        ))
+        .batch_execute(&args.view.sql(args.events, emit))
         .await
         .map_err(sql)?;
     let started = Instant::now();

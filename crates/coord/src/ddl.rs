@@ -682,7 +682,7 @@ impl Coordinator {
             CoordError::invalid(
                 "EMIT ON WINDOW CLOSE needs a column that a watermark closes: select the \
                  window_start or window_end of a window over a source with a WATERMARK, and \
-                 group by it",
+                 group by it, or select the time of a row of an interval join of such sources",
             )
         })
     }

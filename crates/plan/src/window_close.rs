@@ -195,7 +195,19 @@ fn forget_closed(plan: Plan, closing: &[ClosingColumn]) -> (Plan, bool) {
             projection,
             schema,
         } => {
-            let below = moved(closing, &|c| column_index(projection.get(c)?));
+            // A column computed as `x + k` or `date_bin(…, x, …)` closes when x is below
+            // its bound - k (date_bin never exceeds its value): x's rows are then closed too.
+            let below: Vec<ClosingColumn> = closing
+                .iter()
+                .filter_map(|c| {
+                    let (column, shift) = closing_input(projection.get(c.column)?)?;
+                    let terms = match shift {
+                        0 => c.terms.clone(),
+                        shift => shifted_terms(&c.terms, Some(shift)),
+                    };
+                    Some(ClosingColumn { column, terms })
+                })
+                .collect();
             let (input, placed) = forget_closed(*input, &below);
             let plan = Plan::Map {
                 input: Box::new(input),
@@ -276,16 +288,35 @@ fn forget_closed(plan: Plan, closing: &[ClosingColumn]) -> (Plan, bool) {
                 .zip(&right_key)
                 .filter_map(|(l, r)| Some((column_index(l)?, column_index(r)?)))
                 .collect();
-            let on_left = moved(closing, &|c| {
+            let mut on_left = moved(closing, &|c| {
                 keys.iter()
                     .find(|(l, r)| *l == c || left_width + r == c)
                     .map(|(l, _)| *l)
             });
-            let on_right = moved(closing, &|c| {
+            let mut on_right = moved(closing, &|c| {
                 keys.iter()
                     .find(|(l, r)| *l == c || left_width + r == c)
                     .map(|(_, r)| *r)
             });
+            // A closing column `y` with an interval condition `y <= x + k` (x of the other
+            // side): every output row of a row whose x is below the bound - k is closed, and so
+            // is every output row of a row whose own y is below the bound. Each side forgets
+            // those.
+            for below in interval_relations(filter.as_ref(), left_width) {
+                let Some(closed) = closing.iter().find(|c| c.column == below.x) else {
+                    continue;
+                };
+                let other = shifted_terms(&closed.terms, below.k.checked_neg());
+                if other.is_empty() {
+                    continue;
+                }
+                for (column, terms) in [(below.x, closed.terms.clone()), (below.y, other)] {
+                    match column.checked_sub(left_width) {
+                        None => on_left.push(ClosingColumn { column, terms }),
+                        Some(column) => on_right.push(ClosingColumn { column, terms }),
+                    }
+                }
+            }
             let placed = !on_left.is_empty() && !on_right.is_empty();
             let (left, right) = if placed {
                 (
@@ -357,11 +388,37 @@ fn column_bounds(
             kind,
             left_key,
             right_key,
+            filter,
             ..
         } => {
             let left_bounds = column_bounds(left, watermark_column);
             let right_bounds = column_bounds(right, watermark_column);
             let left_width = left.schema().fields().len();
+            // An interval condition `x <= y + k` (a right row's time within a span of a left
+            // row's): a row still to come on x's side (x at least its bound) changes only
+            // output rows whose y is at least x's bound - k.
+            let input_bound = |column: usize| match column.checked_sub(left_width) {
+                None => left_bounds.get(column),
+                Some(right) => right_bounds.get(right),
+            };
+            let keeps = |column: usize| match kind {
+                JoinKind::Inner => true,
+                JoinKind::LeftOuter => column < left_width,
+                JoinKind::RightOuter => column >= left_width,
+                _ => false,
+            };
+            for below in interval_relations(filter.as_ref(), left_width) {
+                let (Some(Some(Bound::Value(own))), Some(Some(Bound::Value(other)))) =
+                    (input_bound(below.y), input_bound(below.x))
+                else {
+                    continue;
+                };
+                if keeps(below.y) && below.y < width {
+                    let shifted = shifted_terms(other, below.k.checked_neg());
+                    let terms = own.iter().cloned().chain(shifted).collect();
+                    bounds[below.y] = Some(Bound::Value(terms));
+                }
+            }
             let keeps_right = !matches!(
                 kind,
                 JoinKind::LeftSemi | JoinKind::LeftAnti | JoinKind::LeftAntiNullAware
@@ -563,6 +620,114 @@ fn value_bound(expr: &ScalarExpr, input: &[Option<Bound>]) -> Option<Vec<Waterma
     }
 }
 
+/// `x <= y + k`: what a join's condition says of two columns of its `left ++ right` rows, one
+/// of each side (`k` in microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Below {
+    x: usize,
+    y: usize,
+    k: i64,
+}
+
+/// The conditions `x <= y + k` (or `<`) between a left and a right column that the conjuncts
+/// of a join's `filter` state, as `c.ts BETWEEN s.ts AND s.ts + INTERVAL '1' HOUR` does
+/// (`s.ts <= c.ts + 0` and `c.ts <= s.ts + 1 hour`).
+fn interval_relations(filter: Option<&ScalarExpr>, left_width: usize) -> Vec<Below> {
+    let mut relations = Vec::new();
+    let mut pending: Vec<&ScalarExpr> = filter.into_iter().collect();
+    while let Some(expr) = pending.pop() {
+        let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
+        let Some(binary) = any.downcast_ref::<BinaryExpr>() else {
+            continue;
+        };
+        let (lesser, greater) = match binary.op() {
+            Operator::And => {
+                pending.extend([binary.left(), binary.right()]);
+                continue;
+            }
+            Operator::Lt | Operator::LtEq => (binary.left(), binary.right()),
+            Operator::Gt | Operator::GtEq => (binary.right(), binary.left()),
+            _ => continue,
+        };
+        let (Some((x, x_offset)), Some((y, y_offset))) =
+            (column_offset(lesser), column_offset(greater))
+        else {
+            continue;
+        };
+        let Some(k) = y_offset.checked_sub(x_offset) else {
+            continue;
+        };
+        if (x < left_width) != (y < left_width) {
+            relations.push(Below { x, y, k });
+        }
+    }
+    relations
+}
+
+/// `column + offset` (microseconds), through casts between timestamps.
+fn column_offset(expr: &ScalarExpr) -> Option<(usize, i64)> {
+    let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
+    if let Some(column) = any.downcast_ref::<Column>() {
+        return Some((column.index(), 0));
+    }
+    if let Some(cast) = any.downcast_ref::<CastExpr>() {
+        return matches!(cast.cast_type(), DataType::Timestamp(_, _))
+            .then(|| column_offset(cast.expr()))
+            .flatten();
+    }
+    let binary = any.downcast_ref::<BinaryExpr>()?;
+    match binary.op() {
+        Operator::Plus => match column_offset(binary.left()) {
+            Some((column, offset)) => Some((
+                column,
+                offset.checked_add(constant_micros(binary.right())?)?,
+            )),
+            None => {
+                let (column, offset) = column_offset(binary.right())?;
+                Some((column, offset.checked_add(constant_micros(binary.left())?)?))
+            }
+        },
+        Operator::Minus => {
+            let (column, offset) = column_offset(binary.left())?;
+            Some((
+                column,
+                offset.checked_sub(constant_micros(binary.right())?)?,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The input column whose rows are closed when `expr`'s value is below a bound, and how far
+/// below that bound (negated) they must be: `x + k` gives `(x, -k)`, `date_bin(s, x, o)`
+/// gives `(x, 0)`.
+fn closing_input(expr: &ScalarExpr) -> Option<(usize, i64)> {
+    if let Some((column, offset)) = column_offset(expr) {
+        return Some((column, offset.checked_neg()?));
+    }
+    let any: &dyn datafusion::physical_expr::PhysicalExpr = expr.as_ref();
+    let function = any.downcast_ref::<ScalarFunctionExpr>()?;
+    match (function.name(), function.args()) {
+        ("date_bin", [_, value, ..]) => closing_input(value),
+        _ => None,
+    }
+}
+
+/// `terms`, each moved by `micros` (none if the shift overflowed).
+fn shifted_terms(terms: &[WatermarkTerm], micros: Option<i64>) -> Vec<WatermarkTerm> {
+    let Some(micros) = micros else {
+        return Vec::new();
+    };
+    terms
+        .iter()
+        .cloned()
+        .map(|mut term| {
+            term.steps.push(BoundStep::Add(micros));
+            term
+        })
+        .collect()
+}
+
 /// The column a key expression is, if it is a plain column.
 fn column_index(expr: &ScalarExpr) -> Option<usize> {
     expr.downcast_ref::<Column>().map(Column::index)
@@ -618,6 +783,76 @@ pub fn scalar_micros(value: &ScalarValue) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_join_closes_its_rows_behind_both_watermarks_and_forgets_them() {
+        use arrow::datatypes::{Field, IntervalMonthDayNano, TimeUnit};
+        use datafusion::physical_expr::expressions::Literal;
+        use std::sync::Arc;
+
+        const HOUR: i64 = 3_600_000_000;
+        let fields = || {
+            vec![
+                Field::new("k", DataType::Int64, true),
+                Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+            ]
+        };
+        let side = |id| Plan::Get {
+            id: GlobalId(id),
+            schema: Arc::new(Schema::new(fields())),
+        };
+        let column = |index| -> ScalarExpr { Arc::new(Column::new("c", index)) };
+        let binary = |l, op, r| -> ScalarExpr { Arc::new(BinaryExpr::new(l, op, r)) };
+        let hour: ScalarExpr = Arc::new(Literal::new(ScalarValue::IntervalMonthDayNano(Some(
+            IntervalMonthDayNano::new(0, 0, HOUR * 1_000),
+        ))));
+        // s JOIN c ON s.k = c.k AND c.ts BETWEEN s.ts AND s.ts + INTERVAL '1' HOUR
+        let filter = binary(
+            binary(column(3), Operator::GtEq, column(1)),
+            Operator::And,
+            binary(
+                column(3),
+                Operator::LtEq,
+                binary(column(1), Operator::Plus, hour),
+            ),
+        );
+        let join = Plan::Join {
+            left: Box::new(side(1)),
+            right: Box::new(side(2)),
+            kind: JoinKind::Inner,
+            left_key: vec![column(0)],
+            right_key: vec![column(0)],
+            key_schema: Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)])),
+            filter: Some(filter),
+            nulls_equal: false,
+            schema: Arc::new(Schema::new([fields(), fields()].concat())),
+        };
+        let watermark_column = |_| Some(1);
+        let closing = closing_columns(&join, &watermark_column);
+        let bound = |column: usize, searches: i64, clicks: i64| {
+            closing
+                .iter()
+                .find(|c| c.column == column)
+                .and_then(|c| c.bound(|id| Some(if id == GlobalId(1) { searches } else { clicks })))
+        };
+        // A search closes once no click still to come falls in its hour; a click once no
+        // search still to come can start an hour holding it.
+        assert_eq!(bound(1, 10 * HOUR, 20 * HOUR), Some(10 * HOUR));
+        assert_eq!(bound(1, 10 * HOUR, 5 * HOUR), Some(4 * HOUR));
+        assert_eq!(bound(3, 10 * HOUR, 5 * HOUR), Some(5 * HOUR));
+        assert_eq!(bound(3, 2 * HOUR, 5 * HOUR), Some(2 * HOUR));
+        // Under EMIT ON WINDOW CLOSE both inputs forget their closed rows.
+        let Some(Plan::EmitOnWindowClose { input, .. }) =
+            emit_on_window_close(join, &watermark_column)
+        else {
+            panic!("the interval join's rows close");
+        };
+        let Plan::Join { left, right, .. } = *input else {
+            panic!("the join stays on top");
+        };
+        assert!(matches!(*left, Plan::ForgetClosed { .. }), "{left:?}");
+        assert!(matches!(*right, Plan::ForgetClosed { .. }), "{right:?}");
+    }
 
     #[test]
     fn a_bin_rounds_down_towards_its_origin() {
