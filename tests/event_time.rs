@@ -2,8 +2,8 @@
 //! behind it are counted and kept in `fluxion_catalog.late_events` and the source's
 //! `late_table` (and still corrected into views), the watermark and the late rows survive a
 //! SIGKILL with nothing counted twice, an idle Kafka partition stops holding the watermark
-//! back, an `EMIT ON WINDOW CLOSE` view shows each window once, and bad declarations are
-//! refused.
+//! back, an `EMIT ON WINDOW CLOSE` view shows each window once, bad declarations are
+//! refused, and joins in time (versioned, interval and lookup joins) hold what they promise.
 
 mod support;
 
@@ -610,11 +610,9 @@ async fn a_join_for_system_time_as_of_prices_each_order_at_the_rate_of_its_time(
         ["1|220", "2|224", "3|105", "4|270", "5|NULL"]
     );
 
-    // The versioned side needs an event time; PROCTIME() lookups are not there yet.
+    // The versioned side needs an event time, and the ON condition only the keys.
     for refused in [
         "SELECT * FROM orders o JOIN orders FOR SYSTEM_TIME AS OF o.ts p ON o.id = p.id",
-        "SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF PROCTIME() r
-           ON o.currency = r.currency",
         "SELECT * FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts r
            ON o.currency = r.currency AND o.ts >= r.ts",
     ] {
@@ -735,4 +733,104 @@ async fn an_interval_join_emits_each_search_once_clicked_or_not_when_its_interva
         2,
         "both inputs forget what has closed: {plan:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_for_system_time_as_of_proctime_keeps_the_version_each_row_arrived_to() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE customers (id int PRIMARY KEY, name text);
+             CREATE SOURCE orders (id bigint NOT NULL, cid int, amount int)
+               WITH (connector = 'webhook', secret = 's');
+             CREATE MATERIALIZED VIEW enriched AS
+               SELECT o.id, o.amount, c.name FROM orders o
+                 LEFT JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c ON o.cid = c.id;
+             CREATE MATERIALIZED VIEW known AS
+               SELECT o.id, c.name FROM orders o
+                 JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() AS c ON o.cid = c.id;
+             CREATE MATERIALIZED VIEW served AS
+               SELECT o.id FROM orders o
+                 JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() AS c ON o.cid = c.id;
+             INSERT INTO customers VALUES (1, 'ann'), (2, 'bob');",
+        )
+        .await
+        .expect("a table, a source and lookup joins of them");
+    let port = server.http_port();
+    let orders = |lines: &[&str]| post_lines(port, "orders", lines);
+    orders(&[
+        r#"{"id": 1, "cid": 1, "amount": 10}"#,
+        r#"{"id": 2, "cid": 2, "amount": 20}"#,
+        r#"{"id": 3, "cid": 3, "amount": 30}"#,
+        r#"{"id": 4, "cid": null, "amount": 40}"#,
+    ]);
+    let enriched = "SELECT id, name FROM enriched ORDER BY id";
+    let known = "SELECT id, name FROM known ORDER BY id";
+    assert_eq!(
+        rows(&client, enriched).await,
+        ["1|ann", "2|bob", "3|NULL", "4|NULL"]
+    );
+    // Changes of the table reach only orders that arrive after them.
+    client
+        .batch_execute(
+            "UPDATE customers SET name = 'ANN' WHERE id = 1;
+             INSERT INTO customers VALUES (3, 'cat');
+             DELETE FROM customers WHERE id = 2;",
+        )
+        .await
+        .expect("customers change");
+    assert_eq!(
+        rows(&client, enriched).await,
+        ["1|ann", "2|bob", "3|NULL", "4|NULL"]
+    );
+    orders(&[
+        r#"{"id": 5, "cid": 1, "amount": 50}"#,
+        r#"{"id": 6, "cid": 3, "amount": 60}"#,
+        r#"{"id": 7, "cid": 2, "amount": 70}"#,
+    ]);
+    assert_eq!(
+        rows(&client, enriched).await,
+        ["1|ann", "2|bob", "3|NULL", "4|NULL", "5|ANN", "6|cat", "7|NULL"]
+    );
+    assert_eq!(
+        rows(&client, known).await,
+        ["1|ann", "2|bob", "5|ANN", "6|cat"]
+    );
+    // Run once, the join reads the table as it is now.
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT o.id, c.name FROM orders o
+               JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c ON o.cid = c.id ORDER BY 1"
+        )
+        .await,
+        ["1|ANN", "3|cat", "5|ANN", "6|cat"]
+    );
+    // Orders whose customer existed when they arrived (no column of the table read: a semi
+    // join).
+    assert_eq!(
+        rows(&client, "SELECT id FROM served ORDER BY id").await,
+        ["1", "2", "5", "6"]
+    );
+    let plan = rows(
+        &client,
+        "EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT o.id FROM orders o
+           JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c ON o.cid = c.id",
+    )
+    .await;
+    assert!(
+        plan.iter().any(|line| line.contains("LookupJoin LeftSemi")),
+        "{plan:?}"
+    );
+    // A lookup is by key.
+    for refused in [
+        "SELECT * FROM orders o JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c
+           ON o.cid = c.id AND o.amount > c.id",
+        "SELECT * FROM orders o RIGHT JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c
+           ON o.cid = c.id",
+    ] {
+        let error = error_code(&client, refused).await;
+        assert!(error.starts_with("0A000"), "{refused}: {error}");
+    }
 }

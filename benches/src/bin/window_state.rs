@@ -39,6 +39,12 @@ struct Args {
     /// The view whose state is watched.
     #[arg(long, value_enum, default_value_t = View::Tumble)]
     view: View,
+    /// Events per second each source generates (0: as fast as it can). The interval join's
+    /// two sources each generate the whole sequence: at one rate their event times keep
+    /// step, where unpaced the auctions (a few of every 50 events) run far ahead of the bids
+    /// and wait in the join for them.
+    #[arg(long, default_value_t = 0)]
+    rate: u64,
 }
 
 /// The views the benchmark can watch.
@@ -52,12 +58,12 @@ enum View {
 
 impl View {
     /// The sources and the view `per_window`, over `events` events.
-    fn sql(self, events: u64, emit: &str) -> String {
+    fn sql(self, events: u64, rate: u64, emit: &str) -> String {
         let watermarked = |table: &fluxion_benches::nexmark_tables::NexmarkTable| {
             format!(
                 "CREATE SOURCE {} ({}, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
                    WITH (connector = 'nexmark', nexmark.table.type = '{}',
-                     nexmark.event.rate = '0', nexmark.event.num = '{events}');",
+                     nexmark.event.rate = '{rate}', nexmark.event.num = '{events}');",
                 table.name, table.columns, table.table_type
             )
         };
@@ -108,7 +114,7 @@ async fn main() -> Result<(), String> {
         ""
     };
     client
-        .batch_execute(&args.view.sql(args.events, emit))
+        .batch_execute(&args.view.sql(args.events, args.rate, emit))
         .await
         .map_err(sql)?;
     let started = Instant::now();

@@ -81,6 +81,20 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
                 "{pad}AsOfJoin {kind} on [{keys}] closest {right_time} {matches:?} {left_time}"
             )
         }
+        Plan::LookupJoin {
+            kind,
+            left_key,
+            right_key,
+            ..
+        } => {
+            let keys = left_key
+                .iter()
+                .zip(right_key)
+                .map(|(l, r)| format!("{l} = {r}"))
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            writeln!(out, "{pad}LookupJoin {kind:?} on [{keys}]")
+        }
         Plan::Reduce {
             group_len,
             aggregates,

@@ -117,6 +117,26 @@ pub enum Plan {
         /// The output schema: `left ++ right`.
         schema: SchemaRef,
     },
+    /// A lookup join (`FOR SYSTEM_TIME AS OF PROCTIME()`): each left update joins the right
+    /// rows of its key as they stand at the update's time; later changes of the right side
+    /// change nothing already joined.
+    LookupJoin {
+        /// The left input, whose updates look rows up.
+        left: Box<Plan>,
+        /// The right input, looked up.
+        right: Box<Plan>,
+        /// `Inner`, `LeftOuter` (left updates without a match padded with NULLs) or
+        /// `LeftSemi` (each left update once if it has a match, alone).
+        kind: JoinKind,
+        /// Key expressions over the left input's columns.
+        left_key: Vec<ScalarExpr>,
+        /// Key expressions over the right input's columns, of the left key's types.
+        right_key: Vec<ScalarExpr>,
+        /// The schema of encoded keys (the left key's types).
+        key_schema: SchemaRef,
+        /// The output schema: `left ++ right`, or `left` for `LeftSemi`.
+        schema: SchemaRef,
+    },
     /// Groups by the first `group_len` input columns and computes aggregates over the rest.
     Reduce {
         /// The input, whose columns are `group columns ++ aggregate arguments`.
@@ -423,6 +443,7 @@ impl Plan {
             | Plan::Unnest { schema, .. }
             | Plan::Join { schema, .. }
             | Plan::AsOfJoin { schema, .. }
+            | Plan::LookupJoin { schema, .. }
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. }
             | Plan::Session { schema, .. }
@@ -449,9 +470,9 @@ impl Plan {
             | Plan::TemporalFilter { input, .. }
             | Plan::Session { input, .. }
             | Plan::Window { input, .. } => vec![input],
-            Plan::Join { left, right, .. } | Plan::AsOfJoin { left, right, .. } => {
-                vec![left, right]
-            }
+            Plan::Join { left, right, .. }
+            | Plan::AsOfJoin { left, right, .. }
+            | Plan::LookupJoin { left, right, .. } => vec![left, right],
             Plan::Union { inputs, .. } => inputs.iter().collect(),
         }
     }

@@ -362,6 +362,8 @@ fn column_bounds(
         Plan::Constant { .. } | Plan::TemporalFilter { .. } => {}
         // A right row still to come can change the match of left rows of any time.
         Plan::AsOfJoin { .. } => {}
+        // Left rows look up whatever the right side holds: nothing bounds either.
+        Plan::LookupJoin { .. } => {}
         Plan::Map {
             input, projection, ..
         } => {

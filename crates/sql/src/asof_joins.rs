@@ -44,7 +44,8 @@ pub const ASOF_MARKER: &str = "__fluxion_asof";
 /// column of its `WATERMARK`) is at or before it.
 pub const VERSIONED: &str = "versioned";
 
-/// The marker's kind for a join `FOR SYSTEM_TIME AS OF PROCTIME()`.
+/// The marker's kind for a join `FOR SYSTEM_TIME AS OF PROCTIME()` (see
+/// [`crate::lookup_joins`]).
 pub const PROCESSING_TIME: &str = "proctime";
 
 /// The window function marking each left row's closest matches: `(left time, right time,
@@ -400,11 +401,7 @@ fn closest_matches(join: Join) -> Result<LogicalPlan> {
             return not_impl_err!("FOR SYSTEM_TIME AS OF in a join other than JOIN or LEFT JOIN")
         }
         (PROCESSING_TIME, _) => {
-            return not_impl_err!(
-                "FOR SYSTEM_TIME AS OF PROCTIME() (a join with the version current when each \
-                 row arrives) is not supported yet; FOR SYSTEM_TIME AS OF a time column of the \
-                 left side is"
-            )
+            return crate::lookup_joins::lookup_join(join, |e| as_marker(e).is_some())
         }
         _ => return refused("the ASOF marker is misplaced"),
     };

@@ -25,6 +25,7 @@ mod expression_rewrites;
 mod hop_windows;
 mod key_parameters;
 pub mod literals;
+mod lookup_joins;
 mod lower;
 mod names;
 mod parse;

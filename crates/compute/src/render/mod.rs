@@ -9,6 +9,7 @@ mod asof_join;
 mod constant;
 mod evaluate;
 mod join;
+mod lookup_join;
 mod map_filter;
 mod monotonic_top_k;
 mod reduce;
@@ -62,7 +63,10 @@ pub(crate) fn codec(schema: &SchemaRef) -> Result<RowCodec, RenderError> {
 /// encoding, so rendering cannot fail halfway on some workers.
 pub(crate) fn validate(plan: &Plan) -> Result<(), ComputeError> {
     codec(plan.schema())?;
-    if let Plan::Join { key_schema, .. } | Plan::AsOfJoin { key_schema, .. } = plan {
+    if let Plan::Join { key_schema, .. }
+    | Plan::AsOfJoin { key_schema, .. }
+    | Plan::LookupJoin { key_schema, .. } = plan
+    {
         codec(key_schema)?;
     }
     plan.inputs().into_iter().try_for_each(validate)
@@ -153,6 +157,47 @@ impl<'s> RenderContext<'s, '_> {
                 };
                 let errors = (self.dataflow, self.errors.clone());
                 asof_join::render(left_rows, right_rows, spec, errors)
+            }
+            Plan::LookupJoin {
+                left,
+                right,
+                kind,
+                left_key,
+                right_key,
+                key_schema,
+                ..
+            } => {
+                let left_rows = self.render(left)?;
+                let right_rows = self.render(right)?;
+                let errors = (self.dataflow, self.errors.clone());
+                let keyed = |rows, schema: &SchemaRef, exprs: &[plan::ScalarExpr]| {
+                    let keyed = join::key_by(
+                        rows,
+                        codec(schema)?,
+                        codec(key_schema)?,
+                        exprs.to_vec(),
+                        false,
+                        errors.clone(),
+                    )?;
+                    Ok::<_, RenderError>(join::split_null_keys(keyed))
+                };
+                let (left_matchable, left_null_keyed) = keyed(left_rows, left.schema(), left_key)?;
+                let (right_matchable, _) = keyed(right_rows, right.schema(), right_key)?;
+                let padding = codec(right.schema())?
+                    .null_row()
+                    .map_err(|e| RenderError(e.to_string()))?;
+                let output = match kind {
+                    JoinKind::Inner => lookup_join::Output::Pairs,
+                    JoinKind::LeftOuter => lookup_join::Output::Padded(padding.clone()),
+                    JoinKind::LeftSemi => lookup_join::Output::Matched,
+                    other => return Err(RenderError(format!("a {other:?} lookup join"))),
+                };
+                let joined = lookup_join::render(left_matchable, right_matchable, output);
+                Ok(if *kind == JoinKind::LeftOuter {
+                    joined.concat(left_null_keyed.map(move |row| row.concat(&padding)))
+                } else {
+                    joined
+                })
             }
             Plan::Reduce {
                 input,
@@ -296,6 +341,8 @@ impl<'s> RenderContext<'s, '_> {
                 *kind == JoinKind::Inner && self.is_append_only(left) && self.is_append_only(right)
             }
             Plan::EmitOnWindowClose { .. } => true,
+            // Changes of the right side never retract what was joined.
+            Plan::LookupJoin { left, .. } => self.is_append_only(left),
             Plan::ForgetClosed { .. }
             | Plan::Session { .. }
             | Plan::TemporalFilter { .. }

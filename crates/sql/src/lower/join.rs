@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::{DFSchema, ExprSchema, JoinType, NullEquality};
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, ExprSchemable, Join, LogicalPlan};
 
 use super::{arrow_schema, Lowerer};
+use crate::lookup_joins::is_lookup_marker;
 use crate::SqlError;
 use plan::{JoinKind, Plan, ScalarExpr};
 
@@ -53,6 +55,17 @@ impl Lowerer<'_> {
             })
             .unzip();
         let keys = self.join_keys(left, right, left_exprs, right_exprs)?;
+        if let Some(kind) = lookup_join(join)? {
+            return Ok(Plan::LookupJoin {
+                left: Box::new(self.lower(left)?),
+                right: Box::new(self.lower(right)?),
+                kind,
+                left_key: keys.left,
+                right_key: keys.right,
+                key_schema: keys.schema,
+                schema: arrow_schema(&join.schema),
+            });
+        }
         let pair_schema: DFSchema = left.schema().join(right.schema())?;
         let filter = join
             .filter
@@ -108,6 +121,33 @@ impl Lowerer<'_> {
             right: self.physical_all(&right_exprs, right_schema)?,
             schema: Arc::new(Schema::new(key_fields)),
         })
+    }
+}
+
+/// For a lookup join (see [`crate::lookup_joins`]), its kind; `None` for other joins.
+fn lookup_join(join: &Join) -> Result<Option<JoinKind>, SqlError> {
+    let Some(filter) = &join.filter else {
+        return Ok(None);
+    };
+    let conjuncts = split_conjunction(filter);
+    if !conjuncts.iter().any(|c| is_lookup_marker(c)) {
+        return Ok(None);
+    }
+    let not_understood = |why: &str| {
+        SqlError::not_incremental(
+            "this FOR SYSTEM_TIME AS OF PROCTIME() join",
+            why.to_string(),
+        )
+    };
+    if conjuncts.len() > 1 || join.on.is_empty() {
+        return Err(not_understood("it must look rows up by equalities only"));
+    }
+    match join.join_type {
+        JoinType::Inner => Ok(Some(JoinKind::Inner)),
+        JoinType::Left => Ok(Some(JoinKind::LeftOuter)),
+        // What an inner lookup becomes when no column of the looked-up side is used.
+        JoinType::LeftSemi => Ok(Some(JoinKind::LeftSemi)),
+        _ => Err(not_understood("only JOIN and LEFT JOIN look rows up")),
     }
 }
 

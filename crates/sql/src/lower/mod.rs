@@ -437,11 +437,13 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
             schema,
         },
         Plan::Union { inputs, .. } => Plan::Union { inputs, schema },
-        mut asof @ Plan::AsOfJoin { .. } => {
-            if let Plan::AsOfJoin { schema: old, .. } = &mut asof {
+        mut join @ (Plan::AsOfJoin { .. } | Plan::LookupJoin { .. }) => {
+            if let Plan::AsOfJoin { schema: old, .. } | Plan::LookupJoin { schema: old, .. } =
+                &mut join
+            {
                 *old = schema;
             }
-            asof
+            join
         }
         Plan::Distinct { input } => Plan::Distinct {
             input: Box::new(with_schema(*input, schema)),

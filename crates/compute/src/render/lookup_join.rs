@@ -1,0 +1,156 @@
+//! Lookup joins: each left update joins the right rows of its key as they stand at its time
+//! (see [`plan::Plan::LookupJoin`]).
+//!
+//! Semantics on `(row, t, d)` updates: the right side is arranged by key; a left update
+//! `(l, t, d)` waits until the arrangement is complete through `t`, then meets the right rows
+//! `r` of its key accumulated at `t` (multiplicity `m_r`): `(l ++ r, t, d * m_r)`, or, in the
+//! outer form, `(l ++ NULLs, t, d)` when there are none (in the semi form, `(l, t, d)` when
+//! there is one). Changes of the right side emit
+//! nothing: what was joined stays joined. State: the right side's arrangement (kept readable
+//! back to the oldest left update still waiting), and the left updates waiting for it; the
+//! left side is not kept.
+
+use std::collections::BTreeMap;
+
+use differential_dataflow::hashable::Hashable;
+use differential_dataflow::trace::cursor::Navigable;
+use differential_dataflow::trace::{Cursor, TraceReader};
+use differential_dataflow::AsCollection;
+use repr::{Diff, Row, Timestamp};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
+use timely::progress::Antichain;
+use timely::PartialOrder;
+
+use super::join::KeyedRows;
+use super::RowCollection;
+use crate::arrangement::{RowBatcher, RowSpine};
+use crate::row_container::RowRef;
+
+/// Left updates waiting for the right side to be complete through their time.
+type Waiting = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<((Row, Row), Diff)>)>;
+
+/// What a lookup join emits for a left update.
+pub(crate) enum Output {
+    /// The update with each matching right row.
+    Pairs,
+    /// The same, and the update padded with this (NULL) right row when nothing matches.
+    Padded(Row),
+    /// The update alone, once, if anything matches (a semi join).
+    Matched,
+}
+
+/// Renders a lookup join of `left` into `right`, both keyed.
+pub(crate) fn render<'s>(
+    left: KeyedRows<'s>,
+    right: KeyedRows<'s>,
+    output_kind: Output,
+) -> RowCollection<'s> {
+    let arranged = right.arrange_named::<RowBatcher, RowSpine>("LookupRight", RowBatcher::new);
+    let mut trace = arranged.trace.clone();
+    // The left updates go where the arrangement keeps their key.
+    let by_key = Exchange::new(|((key, _), _, _): &((Row, Row), Timestamp, Diff)| key.hashed());
+    left.inner
+        .binary_frontier::<_, CapacityContainerBuilder<Vec<(Row, Timestamp, Diff)>>, _, _, _, _>(
+            arranged.stream.clone(),
+            by_key,
+            Pipeline,
+            "LookupJoin",
+            move |_, _| {
+                let mut waiting: Waiting = BTreeMap::new();
+                move |(lefts, left_frontier), (batches, right_frontier), output| {
+                    lefts.for_each(|capability, data| {
+                        for (pair, time, diff) in data.drain(..) {
+                            waiting
+                                .entry(time)
+                                .or_insert_with(|| (capability.delayed(&time, 0), Vec::new()))
+                                .1
+                                .push((pair, diff));
+                        }
+                    });
+                    batches.for_each(|_, _| {});
+                    let complete: Antichain<Timestamp> =
+                        right_frontier.frontier().iter().copied().collect();
+                    let ready: Vec<Timestamp> = waiting
+                        .keys()
+                        .copied()
+                        .filter(|time| !complete.less_equal(time))
+                        .collect();
+                    if !ready.is_empty() {
+                        let spine = trace.batches_through(complete.borrow()).unwrap_or_default();
+                        for time in ready {
+                            let Some((capability, updates)) = waiting.remove(&time) else {
+                                continue;
+                            };
+                            let mut session = output.session(&capability);
+                            for ((key, row), diff) in updates {
+                                let matches = rows_at(&spine, &key, time);
+                                match &output_kind {
+                                    Output::Matched if !matches.is_empty() => {
+                                        session.give((row, time, diff))
+                                    }
+                                    Output::Matched => {}
+                                    Output::Padded(padding) if matches.is_empty() => {
+                                        session.give((row.concat(padding), time, diff))
+                                    }
+                                    Output::Pairs | Output::Padded(_) => {
+                                        for (value, count) in matches {
+                                            let joined = row.concat(&value);
+                                            session.give((joined, time, diff * count));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // Keep the right side readable at every time a left update may still
+                    // come or wait at.
+                    let mut readable: Antichain<Timestamp> =
+                        left_frontier.frontier().iter().copied().collect();
+                    if let Some(oldest) = waiting.keys().next() {
+                        readable.insert(*oldest);
+                    }
+                    trace.set_logical_compaction(readable.borrow());
+                    trace.set_physical_compaction(complete.borrow());
+                }
+            },
+        )
+        .as_collection()
+}
+
+/// The rows of `key` in `batches`, accumulated at `time`, with their multiplicities.
+fn rows_at<B>(batches: &[B], key: &Row, time: Timestamp) -> Vec<(Row, Diff)>
+where
+    B: Navigable,
+    B::Cursor: for<'a> Cursor<
+        Storage = B,
+        Key<'a> = RowRef<'a>,
+        Val<'a> = RowRef<'a>,
+        Time = Timestamp,
+        Diff = Diff,
+    >,
+{
+    let mut found: BTreeMap<Row, Diff> = BTreeMap::new();
+    for batch in batches {
+        let mut cursor = batch.cursor();
+        cursor.seek_key(batch, RowRef::from(key));
+        if cursor.get_key(batch) != Some(RowRef::from(key)) {
+            continue;
+        }
+        while let Some(value) = cursor.get_val(batch) {
+            let mut count = 0;
+            cursor.map_times(batch, |t, d| {
+                if B::Cursor::owned_time(t).less_equal(&time) {
+                    count += B::Cursor::owned_diff(d);
+                }
+            });
+            if count != 0 {
+                *found.entry(value.to_row()).or_default() += count;
+            }
+            cursor.step_val(batch);
+        }
+    }
+    found.into_iter().filter(|(_, count)| *count != 0).collect()
+}
