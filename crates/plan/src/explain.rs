@@ -11,6 +11,15 @@ pub fn explain(plan: &Plan) -> String {
     out
 }
 
+/// `l1 = r1 AND l2 = r2 …` of a join's keys.
+fn key_pairs(left: &[crate::ScalarExpr], right: &[crate::ScalarExpr]) -> String {
+    left.iter()
+        .zip(right)
+        .map(|(l, r)| format!("{l} = {r}"))
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
 fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth);
     let columns = |plan: &Plan| {
@@ -48,12 +57,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             filter,
             ..
         } => {
-            let keys = left_key
-                .iter()
-                .zip(right_key)
-                .map(|(l, r)| format!("{l} = {r}"))
-                .collect::<Vec<_>>()
-                .join(" AND ");
+            let keys = key_pairs(left_key, right_key);
             let filter = filter
                 .as_ref()
                 .map(|f| format!(" filter {f}"))
@@ -69,12 +73,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             matches,
             ..
         } => {
-            let keys = left_key
-                .iter()
-                .zip(right_key)
-                .map(|(l, r)| format!("{l} = {r}"))
-                .collect::<Vec<_>>()
-                .join(" AND ");
+            let keys = key_pairs(left_key, right_key);
             let kind = if *outer { "Left" } else { "Inner" };
             writeln!(
                 out,
@@ -87,12 +86,7 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             right_key,
             ..
         } => {
-            let keys = left_key
-                .iter()
-                .zip(right_key)
-                .map(|(l, r)| format!("{l} = {r}"))
-                .collect::<Vec<_>>()
-                .join(" AND ");
+            let keys = key_pairs(left_key, right_key);
             writeln!(out, "{pad}LookupJoin {kind:?} on [{keys}]")
         }
         Plan::Reduce {

@@ -22,7 +22,7 @@ use plan::{AsOfMatch, ScalarExpr};
 use repr::{Diff, GlobalId, Row};
 
 use super::evaluate::RowEvaluator;
-use super::join::{key_by, split_null_keys};
+use super::join::keyed_or_null;
 use super::{codec, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 
@@ -50,19 +50,20 @@ pub(crate) fn render<'s>(
     spec: AsOfSpec<'_>,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let keyer = |rows: RowCollection<'s>, schema: &SchemaRef, exprs: &[ScalarExpr]| {
-        key_by(
-            rows,
-            codec(schema)?,
-            codec(spec.key_schema)?,
-            exprs.to_vec(),
-            false,
-            errors.clone(),
-        )
-    };
-    let (left_matchable, left_null_keyed) =
-        split_null_keys(keyer(left, spec.left_schema, spec.left_key)?);
-    let (right_matchable, _) = split_null_keys(keyer(right, spec.right_schema, spec.right_key)?);
+    let (left_matchable, left_null_keyed) = keyed_or_null(
+        left,
+        spec.left_schema,
+        spec.key_schema,
+        spec.left_key,
+        errors.clone(),
+    )?;
+    let (right_matchable, _) = keyed_or_null(
+        right,
+        spec.right_schema,
+        spec.key_schema,
+        spec.right_key,
+        errors,
+    )?;
     let padding = codec(spec.right_schema)?
         .null_row()
         .map_err(|e| RenderError(e.to_string()))?;

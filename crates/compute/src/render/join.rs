@@ -35,7 +35,7 @@ use crate::row_container::RowRef;
 
 pub(super) type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
-pub(super) type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
+type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
 type Pairs<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 
 /// Renders a [`Plan::Join`] over the already rendered inputs.
@@ -195,7 +195,7 @@ fn concat_schema(left: &SchemaRef, right: &SchemaRef) -> SchemaRef {
 
 /// Pairs each row with its join key; the key is `None` when it holds a NULL and NULLs match
 /// nothing.
-pub(super) fn key_by<'s>(
+fn key_by<'s>(
     rows: RowCollection<'s>,
     input: RowCodec,
     key: RowCodec,
@@ -242,6 +242,26 @@ pub(super) fn key_by<'s>(
         .as_collection())
 }
 
+/// `rows` (of `schema`) keyed by `exprs` (keys encoded as `key_schema`, NULLs matching
+/// nothing): the rows that can match, and those whose key holds a NULL.
+pub(super) fn keyed_or_null<'s>(
+    rows: RowCollection<'s>,
+    schema: &SchemaRef,
+    key_schema: &SchemaRef,
+    exprs: &[ScalarExpr],
+    errors: (GlobalId, DataflowErrors),
+) -> Result<(KeyedRows<'s>, RowCollection<'s>), RenderError> {
+    let keyed = key_by(
+        rows,
+        codec(schema)?,
+        codec(key_schema)?,
+        exprs.to_vec(),
+        false,
+        errors,
+    )?;
+    Ok(split_null_keys(keyed))
+}
+
 /// For each key, whether any of its columns is NULL.
 fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool> {
     let batch = key
@@ -253,7 +273,7 @@ fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool
 }
 
 /// Separates rows that can match (`(key, row)`) from rows whose key holds a NULL.
-pub(super) fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
+fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
     let matchable = keyed
         .clone()
         .flat_map(|(key, row)| key.map(|key| (key, row)));

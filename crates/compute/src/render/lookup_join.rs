@@ -12,11 +12,13 @@
 
 use std::collections::BTreeMap;
 
+use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::trace::cursor::Navigable;
 use differential_dataflow::trace::{Cursor, TraceReader};
 use differential_dataflow::AsCollection;
-use repr::{Diff, Row, Timestamp};
+use plan::{JoinKind, ScalarExpr};
+use repr::{Diff, GlobalId, Row, Timestamp};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
@@ -24,16 +26,28 @@ use timely::dataflow::operators::Capability;
 use timely::progress::Antichain;
 use timely::PartialOrder;
 
-use super::join::KeyedRows;
-use super::RowCollection;
+use super::join::{keyed_or_null, KeyedRows};
+use super::{codec, RenderError, RowCollection};
 use crate::arrangement::{RowBatcher, RowSpine};
+use crate::errors::DataflowErrors;
 use crate::row_container::RowRef;
 
 /// Left updates waiting for the right side to be complete through their time.
 type Waiting = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<((Row, Row), Diff)>)>;
 
+/// What rendering a lookup join needs.
+pub(crate) struct LookupSpec<'p> {
+    pub left_schema: &'p SchemaRef,
+    pub right_schema: &'p SchemaRef,
+    /// `Inner`, `LeftOuter` or `LeftSemi`.
+    pub kind: JoinKind,
+    pub left_key: &'p [ScalarExpr],
+    pub right_key: &'p [ScalarExpr],
+    pub key_schema: &'p SchemaRef,
+}
+
 /// What a lookup join emits for a left update.
-pub(crate) enum Output {
+enum Output {
     /// The update with each matching right row.
     Pairs,
     /// The same, and the update padded with this (NULL) right row when nothing matches.
@@ -42,8 +56,46 @@ pub(crate) enum Output {
     Matched,
 }
 
-/// Renders a lookup join of `left` into `right`, both keyed.
+/// Renders a lookup join of the already rendered inputs.
 pub(crate) fn render<'s>(
+    left: RowCollection<'s>,
+    right: RowCollection<'s>,
+    spec: LookupSpec<'_>,
+    errors: (GlobalId, DataflowErrors),
+) -> Result<RowCollection<'s>, RenderError> {
+    let (left_matchable, left_null_keyed) = keyed_or_null(
+        left,
+        spec.left_schema,
+        spec.key_schema,
+        spec.left_key,
+        errors.clone(),
+    )?;
+    let (right_matchable, _) = keyed_or_null(
+        right,
+        spec.right_schema,
+        spec.key_schema,
+        spec.right_key,
+        errors,
+    )?;
+    let padding = codec(spec.right_schema)?
+        .null_row()
+        .map_err(|e| RenderError(e.to_string()))?;
+    let output = match spec.kind {
+        JoinKind::Inner => Output::Pairs,
+        JoinKind::LeftOuter => Output::Padded(padding.clone()),
+        JoinKind::LeftSemi => Output::Matched,
+        other => return Err(RenderError(format!("a {other:?} lookup join"))),
+    };
+    let joined = look_up(left_matchable, right_matchable, output);
+    Ok(match spec.kind {
+        JoinKind::LeftOuter => joined.concat(left_null_keyed.map(move |row| row.concat(&padding))),
+        _ => joined,
+    })
+}
+
+/// Each update of `left` joined, as `output` says, with the rows of its key that `right`
+/// holds at its time.
+fn look_up<'s>(
     left: KeyedRows<'s>,
     right: KeyedRows<'s>,
     output_kind: Output,

@@ -169,35 +169,16 @@ impl<'s> RenderContext<'s, '_> {
             } => {
                 let left_rows = self.render(left)?;
                 let right_rows = self.render(right)?;
+                let spec = lookup_join::LookupSpec {
+                    left_schema: left.schema(),
+                    right_schema: right.schema(),
+                    kind: *kind,
+                    left_key,
+                    right_key,
+                    key_schema,
+                };
                 let errors = (self.dataflow, self.errors.clone());
-                let keyed = |rows, schema: &SchemaRef, exprs: &[plan::ScalarExpr]| {
-                    let keyed = join::key_by(
-                        rows,
-                        codec(schema)?,
-                        codec(key_schema)?,
-                        exprs.to_vec(),
-                        false,
-                        errors.clone(),
-                    )?;
-                    Ok::<_, RenderError>(join::split_null_keys(keyed))
-                };
-                let (left_matchable, left_null_keyed) = keyed(left_rows, left.schema(), left_key)?;
-                let (right_matchable, _) = keyed(right_rows, right.schema(), right_key)?;
-                let padding = codec(right.schema())?
-                    .null_row()
-                    .map_err(|e| RenderError(e.to_string()))?;
-                let output = match kind {
-                    JoinKind::Inner => lookup_join::Output::Pairs,
-                    JoinKind::LeftOuter => lookup_join::Output::Padded(padding.clone()),
-                    JoinKind::LeftSemi => lookup_join::Output::Matched,
-                    other => return Err(RenderError(format!("a {other:?} lookup join"))),
-                };
-                let joined = lookup_join::render(left_matchable, right_matchable, output);
-                Ok(if *kind == JoinKind::LeftOuter {
-                    joined.concat(left_null_keyed.map(move |row| row.concat(&padding)))
-                } else {
-                    joined
-                })
+                lookup_join::render(left_rows, right_rows, spec, errors)
             }
             Plan::Reduce {
                 input,

@@ -5,12 +5,12 @@
 //! in other dialects than PostgreSQL's. So before parsing, the `ASOF` of each such join (or the
 //! `FOR SYSTEM_TIME AS OF time` clause) is taken out of the token stream and its condition is
 //! marked instead: `ON __fluxion_asof('inner' | 'left') AND condition`, or
-//! `ON __fluxion_asof('versioned', time) AND condition` (`'proctime'` for `PROCTIME()`; see [`crate::asof_joins`], which
-//! plans the marked join). [`written_as_asof`] turns printed SQL back into the form the user
-//! wrote.
+//! `ON __fluxion_asof('versioned', time) AND condition` (`'proctime'` for `PROCTIME()`; see
+//! [`crate::asof_joins`], which plans the marked join). [`written_as_asof`] turns printed SQL
+//! back into the form the user wrote.
 
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
+use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, Whitespace};
 
 use crate::asof_joins::{ASOF_MARKER, PROCESSING_TIME, VERSIONED};
 use crate::SqlError;
@@ -47,8 +47,7 @@ fn mark_versioned_joins(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>
         let time_start = skip_whitespace(&tokens, time_start);
         let time_end = time_end(&tokens, time_start).ok_or_else(|| {
             SqlError::Syntax(
-                "FOR SYSTEM_TIME AS OF takes a column of the other side (o.ts) or PROCTIME()"
-                    .into(),
+                "FOR SYSTEM_TIME AS OF takes a column of the left side (o.ts) or PROCTIME()".into(),
             )
         })?;
         let on = condition_start(&tokens, time_end)
@@ -56,34 +55,41 @@ fn mark_versioned_joins(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>
             .ok_or_else(|| {
                 SqlError::Syntax(
                     "FOR SYSTEM_TIME AS OF time [AS alias] ON condition: the time is a column \
-                     of the other side (o.ts) or PROCTIME()"
+                     of the left side (o.ts) or PROCTIME()"
                         .into(),
                 )
             })?;
         marked.extend(tokens[time_end..=on].iter().cloned());
         let span = tokens[on].span;
         let time = &tokens[time_start..time_end];
-        let mut inserted = vec![
-            Token::Whitespace(Whitespace::Space),
-            Token::make_word(ASOF_MARKER, None),
-            Token::LParen,
-        ];
-        if is_word(&time[0].token, "PROCTIME") && time.len() == 3 {
-            inserted.push(Token::SingleQuotedString(PROCESSING_TIME.into()));
+        let arguments = if is_word(&time[0].token, "PROCTIME") && time.len() == 3 {
+            vec![Token::SingleQuotedString(PROCESSING_TIME.into())]
         } else {
-            inserted.push(Token::SingleQuotedString(VERSIONED.into()));
-            inserted.push(Token::Comma);
-            inserted.extend(time.iter().map(|t| t.token.clone()));
-        }
-        inserted.extend([
-            Token::RParen,
-            Token::Whitespace(Whitespace::Space),
-            Token::make_keyword("AND"),
-        ]);
-        marked.extend(inserted.into_iter().map(|t| TokenWithSpan::new(t, span)));
+            let mut arguments = vec![Token::SingleQuotedString(VERSIONED.into()), Token::Comma];
+            arguments.extend(time.iter().map(|t| t.token.clone()));
+            arguments
+        };
+        marked.extend(marker(arguments, span));
         index = on + 1;
     }
     Ok(marked)
+}
+
+/// ` __fluxion_asof(arguments) AND`, to follow a marked join's `ON`.
+fn marker(arguments: Vec<Token>, span: Span) -> impl Iterator<Item = TokenWithSpan> {
+    [
+        Token::Whitespace(Whitespace::Space),
+        Token::make_word(ASOF_MARKER, None),
+        Token::LParen,
+    ]
+    .into_iter()
+    .chain(arguments)
+    .chain([
+        Token::RParen,
+        Token::Whitespace(Whitespace::Space),
+        Token::make_keyword("AND"),
+    ])
+    .map(move |token| TokenWithSpan::new(token, span))
 }
 
 /// Whether `tokens` are nothing but an alias: `[AS] name`, with whitespace.
@@ -169,17 +175,8 @@ fn mark_asof_joins(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>, Sql
                 .iter()
                 .cloned(),
         );
-        let span = tokens[on].span;
-        let inserted = [
-            Token::Whitespace(Whitespace::Space),
-            Token::make_word(ASOF_MARKER, None),
-            Token::LParen,
-            Token::SingleQuotedString(kind.into()),
-            Token::RParen,
-            Token::Whitespace(Whitespace::Space),
-            Token::make_keyword("AND"),
-        ];
-        marked.extend(inserted.into_iter().map(|t| TokenWithSpan::new(t, span)));
+        let kind = vec![Token::SingleQuotedString(kind.into())];
+        marked.extend(marker(kind, tokens[on].span));
         index = on + 1;
     }
     Ok(marked)
