@@ -22,18 +22,14 @@ use plan::{AsOfMatch, ScalarExpr};
 use repr::{Diff, GlobalId, Row};
 
 use super::evaluate::RowEvaluator;
-use super::join::keyed_or_null;
+use super::join::{JoinSides, KeyedSides};
 use super::{codec, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 
 /// What rendering an ASOF join needs.
 pub(crate) struct AsOfSpec<'p> {
-    pub left_schema: &'p SchemaRef,
-    pub right_schema: &'p SchemaRef,
+    pub sides: JoinSides<'p>,
     pub outer: bool,
-    pub left_key: &'p [ScalarExpr],
-    pub right_key: &'p [ScalarExpr],
-    pub key_schema: &'p SchemaRef,
     pub left_time: &'p ScalarExpr,
     pub right_time: &'p ScalarExpr,
     pub matches: AsOfMatch,
@@ -50,32 +46,21 @@ pub(crate) fn render<'s>(
     spec: AsOfSpec<'_>,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let (left_matchable, left_null_keyed) = keyed_or_null(
+    let KeyedSides {
         left,
-        spec.left_schema,
-        spec.key_schema,
-        spec.left_key,
-        errors.clone(),
-    )?;
-    let (right_matchable, _) = keyed_or_null(
+        left_null_keyed,
         right,
-        spec.right_schema,
-        spec.key_schema,
-        spec.right_key,
-        errors,
-    )?;
-    let padding = codec(spec.right_schema)?
-        .null_row()
-        .map_err(|e| RenderError(e.to_string()))?;
+        padding,
+    } = spec.sides.key(left, right, errors)?;
     let matcher = Matcher {
-        left_times: TimeEvaluator::new(spec.left_schema, spec.left_time)?,
-        right_times: TimeEvaluator::new(spec.right_schema, spec.right_time)?,
+        left_times: TimeEvaluator::new(spec.sides.left_schema, spec.left_time)?,
+        right_times: TimeEvaluator::new(spec.sides.right_schema, spec.right_time)?,
         matches: spec.matches,
         padding: spec.outer.then(|| padding.clone()),
     };
-    let tagged = left_matchable
+    let tagged = left
         .map(|(key, row)| (key, (LEFT, row)))
-        .concat(right_matchable.map(|(key, row)| (key, (RIGHT, row))));
+        .concat(right.map(|(key, row)| (key, (RIGHT, row))));
     let mut joined = tagged
         .reduce_named(
             "AsOfJoin",

@@ -242,24 +242,56 @@ fn key_by<'s>(
         .as_collection())
 }
 
-/// `rows` (of `schema`) keyed by `exprs` (keys encoded as `key_schema`, NULLs matching
-/// nothing): the rows that can match, and those whose key holds a NULL.
-pub(super) fn keyed_or_null<'s>(
-    rows: RowCollection<'s>,
-    schema: &SchemaRef,
-    key_schema: &SchemaRef,
-    exprs: &[ScalarExpr],
-    errors: (GlobalId, DataflowErrors),
-) -> Result<(KeyedRows<'s>, RowCollection<'s>), RenderError> {
-    let keyed = key_by(
-        rows,
-        codec(schema)?,
-        codec(key_schema)?,
-        exprs.to_vec(),
-        false,
-        errors,
-    )?;
-    Ok(split_null_keys(keyed))
+/// The two sides of an equi-join, as the joins in time (ASOF, lookup) key them.
+pub(crate) struct JoinSides<'p> {
+    pub left_schema: &'p SchemaRef,
+    pub right_schema: &'p SchemaRef,
+    pub left_key: &'p [ScalarExpr],
+    pub right_key: &'p [ScalarExpr],
+    pub key_schema: &'p SchemaRef,
+}
+
+/// Both sides keyed (NULL keys match nothing), and the right side's NULL row.
+pub(super) struct KeyedSides<'s> {
+    pub left: KeyedRows<'s>,
+    /// The left rows whose key holds a NULL.
+    pub left_null_keyed: RowCollection<'s>,
+    pub right: KeyedRows<'s>,
+    /// A right row of NULLs, to pad unmatched left rows with.
+    pub padding: Row,
+}
+
+impl JoinSides<'_> {
+    /// Keys `left` and `right`, rows of these sides.
+    pub(super) fn key<'s>(
+        &self,
+        left: RowCollection<'s>,
+        right: RowCollection<'s>,
+        errors: (GlobalId, DataflowErrors),
+    ) -> Result<KeyedSides<'s>, RenderError> {
+        let keyer = |rows, schema: &SchemaRef, exprs: &[ScalarExpr]| {
+            let keyed = key_by(
+                rows,
+                codec(schema)?,
+                codec(self.key_schema)?,
+                exprs.to_vec(),
+                false,
+                errors.clone(),
+            )?;
+            Ok::<_, RenderError>(split_null_keys(keyed))
+        };
+        let (left, left_null_keyed) = keyer(left, self.left_schema, self.left_key)?;
+        let (right, _) = keyer(right, self.right_schema, self.right_key)?;
+        let padding = codec(self.right_schema)?
+            .null_row()
+            .map_err(|e| RenderError(e.to_string()))?;
+        Ok(KeyedSides {
+            left,
+            left_null_keyed,
+            right,
+            padding,
+        })
+    }
 }
 
 /// For each key, whether any of its columns is NULL.

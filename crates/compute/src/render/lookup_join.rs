@@ -12,12 +12,11 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::trace::cursor::Navigable;
 use differential_dataflow::trace::{Cursor, TraceReader};
 use differential_dataflow::AsCollection;
-use plan::{JoinKind, ScalarExpr};
+use plan::JoinKind;
 use repr::{Diff, GlobalId, Row, Timestamp};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
@@ -26,8 +25,8 @@ use timely::dataflow::operators::Capability;
 use timely::progress::Antichain;
 use timely::PartialOrder;
 
-use super::join::{keyed_or_null, KeyedRows};
-use super::{codec, RenderError, RowCollection};
+use super::join::{JoinSides, KeyedRows, KeyedSides};
+use super::{RenderError, RowCollection};
 use crate::arrangement::{RowBatcher, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::RowRef;
@@ -37,13 +36,9 @@ type Waiting = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<((Row, Row), Diff
 
 /// What rendering a lookup join needs.
 pub(crate) struct LookupSpec<'p> {
-    pub left_schema: &'p SchemaRef,
-    pub right_schema: &'p SchemaRef,
+    pub sides: JoinSides<'p>,
     /// `Inner`, `LeftOuter` or `LeftSemi`.
     pub kind: JoinKind,
-    pub left_key: &'p [ScalarExpr],
-    pub right_key: &'p [ScalarExpr],
-    pub key_schema: &'p SchemaRef,
 }
 
 /// What a lookup join emits for a left update.
@@ -63,30 +58,19 @@ pub(crate) fn render<'s>(
     spec: LookupSpec<'_>,
     errors: (GlobalId, DataflowErrors),
 ) -> Result<RowCollection<'s>, RenderError> {
-    let (left_matchable, left_null_keyed) = keyed_or_null(
+    let KeyedSides {
         left,
-        spec.left_schema,
-        spec.key_schema,
-        spec.left_key,
-        errors.clone(),
-    )?;
-    let (right_matchable, _) = keyed_or_null(
+        left_null_keyed,
         right,
-        spec.right_schema,
-        spec.key_schema,
-        spec.right_key,
-        errors,
-    )?;
-    let padding = codec(spec.right_schema)?
-        .null_row()
-        .map_err(|e| RenderError(e.to_string()))?;
+        padding,
+    } = spec.sides.key(left, right, errors)?;
     let output = match spec.kind {
         JoinKind::Inner => Output::Pairs,
         JoinKind::LeftOuter => Output::Padded(padding.clone()),
         JoinKind::LeftSemi => Output::Matched,
         other => return Err(RenderError(format!("a {other:?} lookup join"))),
     };
-    let joined = look_up(left_matchable, right_matchable, output);
+    let joined = look_up(left, right, output);
     Ok(match spec.kind {
         JoinKind::LeftOuter => joined.concat(left_null_keyed.map(move |row| row.concat(&padding))),
         _ => joined,

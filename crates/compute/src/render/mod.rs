@@ -145,12 +145,14 @@ impl<'s> RenderContext<'s, '_> {
                 let left_rows = self.render(left)?;
                 let right_rows = self.render(right)?;
                 let spec = asof_join::AsOfSpec {
-                    left_schema: left.schema(),
-                    right_schema: right.schema(),
+                    sides: join::JoinSides {
+                        left_schema: left.schema(),
+                        right_schema: right.schema(),
+                        left_key,
+                        right_key,
+                        key_schema,
+                    },
                     outer: *outer,
-                    left_key,
-                    right_key,
-                    key_schema,
                     left_time,
                     right_time,
                     matches: *matches,
@@ -170,12 +172,14 @@ impl<'s> RenderContext<'s, '_> {
                 let left_rows = self.render(left)?;
                 let right_rows = self.render(right)?;
                 let spec = lookup_join::LookupSpec {
-                    left_schema: left.schema(),
-                    right_schema: right.schema(),
+                    sides: join::JoinSides {
+                        left_schema: left.schema(),
+                        right_schema: right.schema(),
+                        left_key,
+                        right_key,
+                        key_schema,
+                    },
                     kind: *kind,
-                    left_key,
-                    right_key,
-                    key_schema,
                 };
                 let errors = (self.dataflow, self.errors.clone());
                 lookup_join::render(left_rows, right_rows, spec, errors)

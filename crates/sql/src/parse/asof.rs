@@ -12,6 +12,7 @@
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, Whitespace};
 
+use super::emit::skip_whitespace;
 use crate::asof_joins::{ASOF_MARKER, PROCESSING_TIME, VERSIONED};
 use crate::SqlError;
 
@@ -340,16 +341,6 @@ fn condition_start(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
 
 fn is_word(token: &Token, word: &str) -> bool {
     matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-}
-
-fn skip_whitespace(tokens: &[TokenWithSpan], mut index: usize) -> usize {
-    while matches!(
-        tokens.get(index).map(|t| &t.token),
-        Some(Token::Whitespace(_))
-    ) {
-        index += 1;
-    }
-    index
 }
 
 #[cfg(test)]

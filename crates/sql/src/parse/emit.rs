@@ -61,7 +61,8 @@ fn clause_end(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
     }
 }
 
-fn skip_whitespace(tokens: &[TokenWithSpan], mut index: usize) -> usize {
+/// The index of the first token at or after `index` that is not whitespace.
+pub(super) fn skip_whitespace(tokens: &[TokenWithSpan], mut index: usize) -> usize {
     while matches!(
         tokens.get(index).map(|t| &t.token),
         Some(Token::Whitespace(_))
