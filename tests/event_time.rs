@@ -829,6 +829,8 @@ async fn a_join_for_system_time_as_of_proctime_keeps_the_version_each_row_arrive
            ON o.cid = c.id AND o.amount > c.id",
         "SELECT * FROM orders o RIGHT JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() c
            ON o.cid = c.id",
+        // A view stamps rows with proctime() only where no row is retracted.
+        "CREATE MATERIALIZED VIEW stamped AS SELECT id, proctime() FROM customers",
     ] {
         let error = error_code(&client, refused).await;
         assert!(error.starts_with("0A000"), "{refused}: {error}");

@@ -236,6 +236,7 @@ fn rebuilt_relation(table: &RelationTable, name: &str) -> RelationTable {
     rebuilt.lookups = table.lookups.clone();
     rebuilt.unique_keys = table.unique_keys.clone();
     rebuilt.event_time = table.event_time.clone();
+    rebuilt.append_only = table.append_only;
     rebuilt.defaults = table.defaults.clone();
     rebuilt
 }

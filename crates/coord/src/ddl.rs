@@ -584,6 +584,7 @@ impl Coordinator {
         let mut table = relation_table(id, &planned.name, planned.desc);
         table.defaults = planned.defaults;
         table.event_time = planned.event_time;
+        table.append_only = planned.is_stream;
         if planned.is_stream {
             self.streams.open(id)?;
             self.compute.create_stream(id);

@@ -88,6 +88,8 @@ pub struct RelationTable {
     pub unique_keys: Vec<UniqueKey>,
     /// The column of its `WATERMARK`: its rows' event time (sources that declare one).
     pub event_time: Option<String>,
+    /// Rows are only ever appended to it (a source without a key: a stream).
+    pub append_only: bool,
     /// Column defaults for INSERT.
     pub defaults: HashMap<String, Expr>,
     constraints: Constraints,
@@ -119,6 +121,7 @@ impl RelationTable {
             lookups: Vec::new(),
             unique_keys: Vec::new(),
             event_time: None,
+            append_only: false,
             defaults: HashMap::new(),
             constraints,
             planning_schema,

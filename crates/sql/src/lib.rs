@@ -36,6 +36,7 @@ mod postgres_integers;
 mod postgres_timestamp_text;
 mod postgres_to_char;
 mod postgres_types;
+mod processing_time;
 mod reg_types;
 mod result_columns;
 mod rewrite;

@@ -76,6 +76,7 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     let _ = state.register_udf(Arc::new(crate::asof_joins::asof_marker()));
     let _ = state.register_udwf(Arc::new(crate::asof_joins::asof_closest()));
     let _ = state.register_udf(Arc::new(crate::lookup_joins::lookup_marker()));
+    let _ = state.register_udf(Arc::new(crate::processing_time::proctime()));
     for function in crate::session_windows::session_window_functions() {
         let _ = state.register_udwf(Arc::new(function));
     }

@@ -55,6 +55,7 @@ const TIME_DEPENDENT_FUNCTIONS: &[&str] = &[
 pub fn lower(state: &SessionState, plan: &LogicalPlan) -> Result<Plan, SqlError> {
     let plan = crate::temporal_filters::mark_clock_in_filters(plan.clone())?;
     reject_time_dependent_functions(&plan)?;
+    crate::processing_time::check_append_only_inputs(&plan)?;
     let optimized = state.optimize(&plan)?;
     Lowerer { state }.lower(&optimized)
 }

@@ -464,7 +464,27 @@ impl CreateView {
                 return Err(SqlError::DuplicateColumn(name.to_string()));
             }
         }
-        Ok(logical)
+        // A column named beside a `*` was planned under a hidden suffix; the view's readers
+        // know it by its name.
+        if logical
+            .schema()
+            .fields()
+            .iter()
+            .all(|f| display_name(f.name()) == f.name())
+        {
+            return Ok(logical);
+        }
+        let named: Vec<datafusion::logical_expr::Expr> = logical
+            .schema()
+            .iter()
+            .map(|(qualifier, field)| {
+                datafusion::logical_expr::col(datafusion::common::Column::from((qualifier, field)))
+                    .alias(display_name(field.name()))
+            })
+            .collect();
+        Ok(datafusion::logical_expr::LogicalPlanBuilder::from(logical)
+            .project(named)?
+            .build()?)
     }
 
     /// The view's query as `pg_get_viewdef` prints it, from its stored SQL.
