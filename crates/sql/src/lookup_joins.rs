@@ -8,6 +8,8 @@
 //! DataFusion runs the plain join, and that lowering recognizes and maintains with the
 //! lookup join operator.
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{not_impl_err, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
@@ -16,7 +18,6 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, Operator,
     ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use std::sync::Arc;
 
 /// The function marking a lookup join's condition.
 pub const LOOKUP_MARKER: &str = "__fluxion_lookup";
