@@ -92,27 +92,27 @@ async fn concurrent_read_modify_writes_lose_and_double_nothing() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
-    let server = TestServer::start();
-    let setup = server.connect().await;
-    setup
-        .batch_execute("CREATE TABLE claims (id BIGINT PRIMARY KEY, client BIGINT NOT NULL)")
-        .await
-        .unwrap();
-
-    const KEYS: i64 = 40;
+/// Runs `insert` from [`CLIENTS`] connections at once, each executing it with the parameter
+/// rows `rows(client)` gives, and counts the inserts that won. Every other must fail with
+/// 23505 (another client's row holds the key).
+async fn claims_won(
+    server: &TestServer,
+    insert: &'static str,
+    rows: impl Fn(i64) -> Vec<Vec<i64>>,
+) -> i64 {
     let mut clients = Vec::new();
     for client in 0..CLIENTS {
         let connection = server.connect().await;
+        let attempts = rows(client);
         clients.push(tokio::spawn(async move {
-            let insert = connection
-                .prepare("INSERT INTO claims VALUES ($1, $2)")
-                .await
-                .unwrap();
+            let insert = connection.prepare(insert).await.unwrap();
             let mut won = 0;
-            for id in 0..KEYS {
-                match connection.execute(&insert, &[&id, &client]).await {
+            for params in attempts {
+                let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                    .iter()
+                    .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
+                    .collect();
+                match connection.execute(&insert, &params).await {
                     Ok(1) => won += 1,
                     Ok(other) => panic!("INSERT reported {other} rows"),
                     Err(e) => assert_eq!(
@@ -129,6 +129,23 @@ async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
     for client in clients {
         won += client.await.unwrap();
     }
+    won
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_of_one_key_succeed_exactly_once() {
+    let server = TestServer::start();
+    let setup = server.connect().await;
+    setup
+        .batch_execute("CREATE TABLE claims (id BIGINT PRIMARY KEY, client BIGINT NOT NULL)")
+        .await
+        .unwrap();
+
+    const KEYS: i64 = 40;
+    let won = claims_won(&server, "INSERT INTO claims VALUES ($1, $2)", |client| {
+        (0..KEYS).map(|id| vec![id, client]).collect()
+    })
+    .await;
     assert_eq!(won, KEYS, "every key was claimed exactly once");
     assert_eq!(
         rows(&setup, "SELECT count(*), count(DISTINCT id) FROM claims").await,
@@ -152,34 +169,16 @@ async fn concurrent_inserts_of_one_unique_value_succeed_exactly_once() {
         .unwrap();
 
     const HANDLES: i64 = 30;
-    let mut clients = Vec::new();
-    for client in 0..CLIENTS {
-        let connection = server.connect().await;
-        clients.push(tokio::spawn(async move {
-            let insert = connection
-                .prepare("INSERT INTO handles VALUES ($1, $2, $3)")
-                .await
-                .unwrap();
-            let mut won = 0;
-            for handle in 0..HANDLES {
-                let id = handle * 100 + client;
-                match connection.execute(&insert, &[&id, &handle, &client]).await {
-                    Ok(1) => won += 1,
-                    Ok(other) => panic!("INSERT reported {other} rows"),
-                    Err(e) => assert_eq!(
-                        e.code(),
-                        Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
-                        "{e}"
-                    ),
-                }
-            }
-            won
-        }));
-    }
-    let mut won = 0;
-    for client in clients {
-        won += client.await.unwrap();
-    }
+    let won = claims_won(
+        &server,
+        "INSERT INTO handles VALUES ($1, $2, $3)",
+        |client| {
+            (0..HANDLES)
+                .map(|handle| vec![handle * 100 + client, handle, client])
+                .collect()
+        },
+    )
+    .await;
     assert_eq!(won, HANDLES, "every handle was claimed exactly once");
     assert_eq!(
         rows(

@@ -6,17 +6,10 @@
 //! than the row it retracts, so a view may use it only over relations that are only ever
 //! appended to (sources without a key).
 
-use std::sync::Arc;
-
-use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::common::{Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan, ScalarUDF, Volatility};
 
 use crate::catalog::as_relation;
 use crate::SqlError;
@@ -24,40 +17,10 @@ use crate::SqlError;
 /// The function's name.
 pub const PROCTIME: &str = "proctime";
 
-/// `proctime()`, to register with a session state.
+/// `proctime()`, to register with a session state: the wall clock, volatile so that each
+/// batch reads it anew.
 pub fn proctime() -> ScalarUDF {
-    ScalarUDF::new_from_impl(ProcessingTime {
-        signature: Signature::nullary(Volatility::Volatile),
-    })
-}
-
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ProcessingTime {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for ProcessingTime {
-    fn name(&self) -> &str {
-        PROCTIME
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Timestamp(
-            TimeUnit::Microsecond,
-            Some(Arc::from("UTC")),
-        ))
-    }
-
-    fn invoke_with_args(&self, _: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        Ok(ColumnarValue::Scalar(ScalarValue::TimestampMicrosecond(
-            Some(repr::wall_clock_ms() as i64 * 1_000),
-            Some(Arc::from("UTC")),
-        )))
-    }
+    crate::temporal_filters::wall_clock_function(PROCTIME, Volatility::Volatile)
 }
 
 /// Refuses a view that computes `proctime()` over a relation rows can leave.

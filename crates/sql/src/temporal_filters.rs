@@ -28,17 +28,19 @@ const CLOCK_NAMES: [&str; 3] = ["now", "current_timestamp", "mz_now"];
 
 /// `mz_now()` for one-off queries (Materialize's name for the clock): `now()`.
 pub fn mz_now() -> ScalarUDF {
-    ScalarUDF::new_from_impl(Clock {
-        name: "mz_now",
-        signature: Signature::nullary(Volatility::Stable),
-    })
+    wall_clock_function("mz_now", Volatility::Stable)
 }
 
 /// The clock function views' filters compare with.
 pub fn clock() -> ScalarUDF {
+    wall_clock_function(CLOCK, Volatility::Volatile)
+}
+
+/// A function named `name` reading the wall clock (a `timestamptz` in microseconds).
+pub(crate) fn wall_clock_function(name: &'static str, volatility: Volatility) -> ScalarUDF {
     ScalarUDF::new_from_impl(Clock {
-        name: CLOCK,
-        signature: Signature::nullary(Volatility::Volatile),
+        name,
+        signature: Signature::nullary(volatility),
     })
 }
 
