@@ -3,7 +3,8 @@
 //! `late_table` (and still corrected into views), the watermark and the late rows survive a
 //! SIGKILL with nothing counted twice, an idle Kafka partition stops holding the watermark
 //! back, an `EMIT ON WINDOW CLOSE` view shows each window once, bad declarations are
-//! refused, and joins in time (versioned, interval and lookup joins) hold what they promise.
+//! refused, joins in time (versioned, interval and lookup joins) hold what they promise, and
+//! a table's watermark survives a SIGKILL as a source's does.
 
 mod support;
 
@@ -145,6 +146,71 @@ async fn late_rows_are_kept_counted_and_corrected_and_survive_a_restart() {
         row(&client, stats).await,
         [Some("2026-01-01 00:00:35".into()), Some("1".into())]
     );
+}
+
+/// A table's watermark and late rows, written by `INSERT`, across a SIGKILL: with a
+/// checkpoint after every commit (`checkpoints`) or with the log alone.
+async fn a_tables_watermark_survives_a_restart(checkpoints: bool) {
+    let data = tempfile::tempdir().expect("a temporary directory");
+    let args: &[&str] = match checkpoints {
+        true => &["--checkpoint-after-rows", "1"],
+        false => &[],
+    };
+    let mut server = TestServer::start_with_args(data.path(), args);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE clicks (id int, ts timestamp,
+                 WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+             CREATE MATERIALIZED VIEW per_window AS
+               SELECT window_start, count(*) AS n
+               FROM TUMBLE(clicks, ts, INTERVAL '10' SECOND) GROUP BY window_start;
+             INSERT INTO clicks VALUES (1, '2026-01-01 00:00:12'), (2, '2026-01-01 00:00:20');
+             INSERT INTO clicks VALUES (3, '2026-01-01 00:00:09');",
+        )
+        .await
+        .expect("a table with a watermark, a view and rows");
+    let watermark = "SELECT watermark FROM fluxion_catalog.frontiers \
+                     WHERE object_name IN ('clicks', 'per_window') ORDER BY object_name";
+    let at_15 = ["2026-01-01 00:00:15", "2026-01-01 00:00:15"];
+    assert_eq!(rows(&client, watermark).await, at_15);
+    let count = "SELECT count(*) FROM fluxion_catalog.late_events WHERE source = 'clicks'";
+    assert_eq!(row(&client, count).await, [Some("1".into())]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    server.kill();
+    let server = TestServer::start_with_args(data.path(), args);
+    let client = server.connect().await;
+    assert_eq!(
+        rows(&client, watermark).await,
+        at_15,
+        "the watermark survived"
+    );
+    assert_eq!(row(&client, count).await, [Some("1".into())], "none twice");
+    // Lateness after the restart is measured against the recovered watermark.
+    client
+        .batch_execute("INSERT INTO clicks VALUES (4, '2026-01-01 00:00:11')")
+        .await
+        .expect("a late row");
+    assert_eq!(row(&client, count).await, [Some("2".into())]);
+    assert_eq!(
+        rows(&client, "SELECT window_start, n FROM per_window ORDER BY 1").await,
+        [
+            "2026-01-01 00:00:00|1",
+            "2026-01-01 00:00:10|2",
+            "2026-01-01 00:00:20|1"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tables_watermark_survives_a_restart_from_the_log() {
+    a_tables_watermark_survives_a_restart(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tables_watermark_survives_a_restart_from_a_checkpoint() {
+    a_tables_watermark_survives_a_restart(true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

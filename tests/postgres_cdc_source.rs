@@ -264,3 +264,106 @@ async fn types_map_exactly_and_a_table_can_join_a_running_source() {
     .await;
     assert_eq!(stats, [Some("running".into()), Some("t".into())]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_upstream_table_has_its_watermark_and_the_source_the_least_of_theirs() {
+    let pg = TestPostgres::start();
+    let writer = upstream(&pg).await;
+    writer
+        .batch_execute(
+            "CREATE TABLE orders (id int PRIMARY KEY, ts timestamp NOT NULL);
+             CREATE TABLE payments (id int PRIMARY KEY, ts timestamp NOT NULL);",
+        )
+        .await
+        .expect("upstream schema");
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let source = create_source(&pg).replace(
+        "publication.name = 'fluxion_test'",
+        "publication.name = 'fluxion_test', watermark.idle_timeout = '2s'",
+    );
+    client
+        .batch_execute(&format!(
+            "{source};
+             CREATE TABLE orders (id int PRIMARY KEY, ts timestamp NOT NULL,
+               WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) FROM pg TABLE 'public.orders';
+             CREATE TABLE payments (WATERMARK FOR ts AS ts) FROM pg TABLE 'public.payments';
+             CREATE MATERIALIZED VIEW orders_per_10s AS
+               SELECT window_start, count(*) AS n FROM TUMBLE(orders, ts, INTERVAL '10' SECOND)
+               GROUP BY window_start EMIT ON WINDOW CLOSE;"
+        ))
+        .await
+        .expect("a source feeding two tables with watermarks, and a view");
+    let watermark_of = |table: &str| {
+        format!(
+            "SELECT watermark::text FROM fluxion_catalog.frontiers WHERE object_name = '{table}'"
+        )
+    };
+    let source_watermark =
+        "SELECT watermark::text FROM fluxion_catalog.source_stats WHERE source_name = 'pg'";
+    writer
+        .batch_execute(
+            "INSERT INTO orders VALUES (1, '2026-01-01 00:00:30'), (2, '2026-01-01 00:00:12');
+             INSERT INTO payments VALUES (1, '2026-01-01 00:00:20');",
+        )
+        .await
+        .expect("upstream rows");
+    let timeout = Duration::from_secs(60);
+    wait_for(
+        &client,
+        &watermark_of("orders"),
+        "2026-01-01 00:00:25",
+        timeout,
+    )
+    .await;
+    wait_for(
+        &client,
+        &watermark_of("payments"),
+        "2026-01-01 00:00:20",
+        timeout,
+    )
+    .await;
+    // Both tables sent rows just now: the slower one sets the source's watermark.
+    wait_for(&client, source_watermark, "2026-01-01 00:00:20", timeout).await;
+    wait_for(
+        &client,
+        "SELECT string_agg(window_start::text || '|' || n, ',') FROM orders_per_10s",
+        "2026-01-01 00:00:10|1",
+        timeout,
+    )
+    .await;
+
+    // A row behind its table's watermark is late: kept, counted for the source, recorded.
+    writer
+        .batch_execute("INSERT INTO orders VALUES (3, '2026-01-01 00:00:14')")
+        .await
+        .expect("a late upstream row");
+    wait_for(
+        &client,
+        "SELECT string_agg(source || ' ' || event_time::text, ',') \
+         FROM fluxion_catalog.late_events",
+        "orders 2026-01-01 00:00:14",
+        timeout,
+    )
+    .await;
+    wait_for(&client, "SELECT count(*) FROM orders", "3", timeout).await;
+    let late = row(
+        &client,
+        "SELECT late_rows FROM fluxion_catalog.source_stats WHERE source_name = 'pg'",
+    )
+    .await;
+    assert_eq!(late, [Some("1".into())]);
+    assert_eq!(
+        rows(&client, "SELECT window_start, n FROM orders_per_10s").await,
+        ["2026-01-01 00:00:10|1"],
+        "an emitted window never changes"
+    );
+
+    // Once payments has sent nothing for the idle timeout, it stops holding the source back.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    writer
+        .batch_execute("INSERT INTO orders VALUES (4, '2026-01-01 00:00:45')")
+        .await
+        .expect("an upstream row");
+    wait_for(&client, source_watermark, "2026-01-01 00:00:40", timeout).await;
+}

@@ -18,7 +18,8 @@
 //! - `FLUXION_SLT_FILTER=views` runs only the files whose path contains `views`;
 //! - `FLUXION_SLT_REFERENCE_PG="host=… port=… user=…"` runs the files against that PostgreSQL
 //!   instead (a fresh database per file, `MATERIALIZED VIEW` read as `VIEW`, label `postgres`)
-//!   to check that the expected results are PostgreSQL's.
+//!   to check that the expected results are PostgreSQL's; a file whose first line starts with
+//!   `# Fluxion only` (nothing in it is PostgreSQL's) is left out of that run.
 
 mod support;
 
@@ -164,6 +165,7 @@ async fn run_file(file: &Path, protocol: Protocol) -> Result<(), String> {
     let records = sqllogictest::parse_file::<DefaultColumnType>(file)
         .map_err(|e| format!("cannot parse: {e}"))?;
     let target = match std::env::var("FLUXION_SLT_REFERENCE_PG") {
+        Ok(_) if fluxion_only(file) => return Ok(()),
         Ok(admin) => Target::reference_postgres(&admin, file, protocol).await?,
         Err(_) => Target::fluxion().await?,
     };
@@ -190,6 +192,17 @@ async fn run_file(file: &Path, protocol: Protocol) -> Result<(), String> {
     } else {
         Err(failures.join("\n"))
     }
+}
+
+/// Whether `file` says it holds nothing of PostgreSQL's (its first line starts with
+/// `# Fluxion only`).
+fn fluxion_only(file: &Path) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|text| {
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .starts_with("# Fluxion only")
+    })
 }
 
 /// Where one file's statements go, kept alive for the duration of the file.

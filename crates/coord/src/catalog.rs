@@ -185,6 +185,25 @@ impl Catalog {
         found
     }
 
+    /// Items that read `id`'s rows, directly or through others: its dependents, but not a
+    /// table that depends on it (a table fed by a source has rows, and event time, of its own).
+    pub fn readers(&self, id: GlobalId) -> Vec<GlobalId> {
+        let mut found: Vec<GlobalId> = Vec::new();
+        let mut frontier = vec![id];
+        while let Some(next) = frontier.pop() {
+            for item in self.items.values() {
+                if item.kind != ItemKind::Table
+                    && item.depends_on.contains(&next)
+                    && !found.contains(&item.id)
+                {
+                    found.push(item.id);
+                    frontier.push(item.id);
+                }
+            }
+        }
+        found
+    }
+
     /// Adds an arrangement usable for point lookups to a relation's provider.
     pub fn add_lookup(&mut self, relation: GlobalId, lookup: KeyedArrangement) {
         self.update_relation(relation, |table| table.lookups.push(lookup));

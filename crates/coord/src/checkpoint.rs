@@ -60,7 +60,7 @@ impl Coordinator {
                 tables,
                 self.sources.positions(),
                 self.streams.visible_ends(),
-                self.sources.watermarks(),
+                self.watermarks(),
             )
         };
         let time = hold.time();

@@ -163,9 +163,11 @@ impl Coordinator {
                 .cloned()
                 .ok_or_else(|| CoordError::Internal(format!("table {table} was dropped")))?;
             let batch = codecs.decode(&rows)?;
+            let diffs: Vec<Diff> = rows.iter().map(|(_, d)| *d).collect();
+            self.observe_event_time(&mut commit, table, &codecs.name, (&batch, &diffs), None)?;
             commit.arranged.push(ArrangedChange {
                 id: table,
-                diffs: rows.iter().map(|(_, d)| *d).collect(),
+                diffs,
                 pairs: codecs.arrangement_pairs(&rows)?,
                 rows: batch,
             });
@@ -377,9 +379,11 @@ impl Coordinator {
         for (source, position) in effects.progress {
             self.sources.set_position(source, position);
         }
-        for (source, watermark) in effects.watermarks {
-            self.sources.set_watermark(source, watermark);
-            self.compute.advance_watermark(source, time, watermark);
+        for (relation, watermark) in effects.watermarks {
+            if !self.table_watermarks.set_visible(relation, watermark) {
+                self.sources.set_watermark(relation, watermark);
+            }
+            self.compute.advance_watermark(relation, time, watermark);
         }
         self.compute.advance_inputs(time + 1);
         self.oracle.mark_committed(time);
@@ -526,7 +530,8 @@ pub(crate) struct CommitBatch {
     pub stream: Option<StreamBatch>,
     /// Where each source that contributed resumes after this commit.
     pub progress: Vec<(GlobalId, String)>,
-    /// The sources whose event-time watermark this commit advances, and to where.
+    /// The sources and tables whose event-time watermark this commit advances, and to
+    /// where.
     pub watermarks: Vec<(GlobalId, i64)>,
 }
 

@@ -21,6 +21,7 @@ use crate::session::{Session, STATEMENT_TIMEOUT};
 use crate::statement_timeout;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
+use crate::table_watermarks::TableWatermarks;
 use crate::timestamps::{ReadHolds, TimestampOracle};
 use crate::write::{InsertRows, RowSearch, WriteStatement};
 use crate::write_conflicts::RecentWrites;
@@ -67,6 +68,8 @@ pub struct Coordinator {
     pub(crate) retain_history_ms: u64,
     /// The sources: their positions, statistics and stop flags.
     pub(crate) sources: Arc<pipelines::SourceRegistry>,
+    /// The watermarks of the tables that declare one.
+    pub(crate) table_watermarks: Arc<TableWatermarks>,
     /// The streams (append-only sources) and their logs.
     pub(crate) streams: Arc<pipelines::Streams>,
     /// The durable subscriptions and their logs.
@@ -89,6 +92,7 @@ impl Coordinator {
         let compute = Arc::new(ComputeController::start(config.workers)?);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
         let sources = Arc::new(pipelines::SourceRegistry::default());
+        let table_watermarks = Arc::new(TableWatermarks::default());
         let subscriptions = Arc::new(pipelines::DurableSubscriptions::new(
             config.data_dir.join("subscriptions"),
             "subscription",
@@ -100,6 +104,7 @@ impl Coordinator {
                 catalog: catalog.clone(),
                 compute: compute.clone(),
                 sources: sources.clone(),
+                table_watermarks: table_watermarks.clone(),
                 subscriptions: subscriptions.clone(),
                 sinks: sinks.clone(),
             },
@@ -124,6 +129,7 @@ impl Coordinator {
             checkpoint_after_rows: config.checkpoint_after_rows,
             retain_history_ms: config.retain_history_ms,
             sources,
+            table_watermarks,
             streams: Arc::new(pipelines::Streams::new(config.data_dir.join("streams"))),
             subscriptions: subscriptions.clone(),
             sinks,

@@ -12,6 +12,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlan};
+use pipelines::DEFAULT_IDLE_TIMEOUT;
 use plan::Plan;
 use repr::pg_type::storage_type;
 use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
@@ -19,7 +20,7 @@ use sql::catalog::{KeyedArrangement, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 use sql::{
     quote_ident, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView, Drop,
-    ObjectKind, ObjectRef, PlanContext, Rename, Statement, TableDefinition,
+    ObjectKind, ObjectRef, PlanContext, Rename, Statement, TableDefinition, WatermarkSpec,
 };
 use storage::{CatalogItem, CatalogOp};
 
@@ -28,6 +29,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
+use crate::sources::watermark_tracker;
 use crate::table_rows::TableCodecs;
 use crate::write::{InsertRows, WriteStatement};
 
@@ -42,8 +44,8 @@ pub(crate) struct PlannedTable {
     /// Append-only (a source without a key whose records are inserts): kept in a stream log
     /// and fed to the dataflows that read it, not arranged (see `streams`).
     pub is_stream: bool,
-    /// The column of its `WATERMARK` (a source that declares one): its event time.
-    pub event_time: Option<String>,
+    /// Its `WATERMARK`, if it declares one: its column is the rows' event time.
+    pub watermark: Option<WatermarkSpec>,
 }
 
 /// A view or materialized view, planned from its query.
@@ -78,7 +80,7 @@ impl PlannedTable {
             defaults: definition.defaults,
             default_sql: definition.default_sql,
             is_stream: false,
-            event_time: None,
+            watermark: None,
         }
     }
 }
@@ -107,7 +109,8 @@ impl Coordinator {
         let create_sql = create.to_sql();
         let definition = create.plan(&self.base_state)?;
         let unique_keys = definition.unique_keys.clone();
-        let planned = PlannedTable::new(&create.name, definition);
+        let mut planned = PlannedTable::new(&create.name, definition);
+        self.plan_watermark(&mut planned, &create)?;
         let (schema, table) = (planned.schema.clone(), planned.name.clone());
         let _sequencer = self.lock_sequencer().await;
         let created = self.record_table(
@@ -380,7 +383,7 @@ impl Coordinator {
                 let waits_for = plan.watermark_sources();
                 match self.install_materialized_view(id, &create_sql, planned, plan) {
                     Ok(()) => {
-                        let watermarks = self.sources.watermarks().into_iter().collect();
+                        let watermarks = self.watermarks().into_iter().collect();
                         let start = self.oracle.read_time();
                         self.hydrate_view(id, imports, &waits_for, start, &watermarks)
                             .await
@@ -554,10 +557,22 @@ impl Coordinator {
 
     /// Plans a table from its statement (whose name is qualified).
     pub(crate) fn plan_table(&self, create: &CreateTable) -> Result<PlannedTable, CoordError> {
-        Ok(PlannedTable::new(
-            &create.name,
-            create.plan(&self.base_state)?,
-        ))
+        let mut planned = PlannedTable::new(&create.name, create.plan(&self.base_state)?);
+        self.plan_watermark(&mut planned, create)?;
+        Ok(planned)
+    }
+
+    /// Gives `planned` the watermark `create` declares, checked against its columns.
+    fn plan_watermark(
+        &self,
+        planned: &mut PlannedTable,
+        create: &CreateTable,
+    ) -> Result<(), CoordError> {
+        planned.watermark = create.watermark(&self.base_state)?;
+        if let Some(spec) = &planned.watermark {
+            watermark_tracker(spec, &planned.desc.schema, DEFAULT_IDLE_TIMEOUT, None)?;
+        }
+        Ok(())
     }
 
     /// Makes a table (or a source: `kind`) readable and writable: its codecs, its input and
@@ -581,10 +596,20 @@ impl Coordinator {
             Some(key) => ArrangementLayout::ByColumns(key.clone()),
             None => ArrangementLayout::BySelf,
         };
+        if let Some(spec) = planned
+            .watermark
+            .as_ref()
+            .filter(|_| kind == ItemKind::Table)
+        {
+            let tracker =
+                watermark_tracker(spec, &planned.desc.schema, DEFAULT_IDLE_TIMEOUT, None)?;
+            self.table_watermarks.declare(id, tracker);
+        }
         let mut table = relation_table(id, &planned.name, planned.desc);
         table.defaults = planned.defaults;
-        table.event_time = planned.event_time;
+        table.event_time = planned.watermark.as_ref().map(|w| w.column.clone());
         table.append_only = planned.is_stream;
+
         if planned.is_stream {
             self.streams.open(id)?;
             self.compute.create_stream(id);
@@ -682,8 +707,9 @@ impl Coordinator {
         plan::emit_on_window_close(plan, &|id| columns.get(&id).copied()).ok_or_else(|| {
             CoordError::invalid(
                 "EMIT ON WINDOW CLOSE needs a column that a watermark closes: select the \
-                 window_start or window_end of a window over a source with a WATERMARK, and \
-                 group by it, or select the time of a row of an interval join of such sources",
+                 window_start or window_end of a window over a source or table with a \
+                 WATERMARK, and group by it, or select the time of a row of an interval join \
+                 of such relations",
             )
         })
     }
@@ -1000,6 +1026,9 @@ impl Coordinator {
         }
         if item.kind == ItemKind::Subscription {
             self.subscriptions.remove(id);
+        }
+        if item.kind == ItemKind::Table {
+            self.table_watermarks.remove(id);
         }
         if item.kind == ItemKind::Sink {
             self.sinks.remove(id);

@@ -41,6 +41,7 @@ mod streams;
 mod subscribe;
 mod system_status;
 mod table_rows;
+mod table_watermarks;
 mod timestamps;
 mod transactions;
 mod unique_keys;

@@ -93,6 +93,9 @@ impl Coordinator {
                 *kept = (*kept).max(*watermark);
             }
         }
+        for (id, watermark) in &watermarks {
+            self.table_watermarks.resume(*id, *watermark);
+        }
         self.compute.advance_inputs(floor + 1);
         self.oracle.mark_committed(floor);
         let mut dataflows: Vec<GlobalId> = Vec::new();

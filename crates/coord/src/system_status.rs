@@ -13,6 +13,7 @@ use system_catalog::{
 };
 
 use crate::catalog::Catalog;
+use crate::table_watermarks::TableWatermarks;
 
 /// The parts of the running system `fluxion_catalog` describes.
 #[derive(Debug)]
@@ -20,6 +21,7 @@ pub(crate) struct RunningSystem {
     pub catalog: Arc<RwLock<Catalog>>,
     pub compute: Arc<ComputeController>,
     pub sources: Arc<SourceRegistry>,
+    pub table_watermarks: Arc<TableWatermarks>,
     pub subscriptions: Arc<DurableSubscriptions>,
     pub sinks: Arc<Sinks>,
 }
@@ -81,18 +83,19 @@ impl SystemStatus for RunningSystem {
 }
 
 impl RunningSystem {
-    /// The event-time watermark of every object that has one: a source's own, and for
-    /// whatever reads sources, directly or through others, the least of theirs (an
-    /// operator's watermark is the minimum of its inputs').
+    /// The event-time watermark of every object that has one: a source's or a table's
+    /// own, and for whatever reads them, directly or through others, the least of theirs
+    /// (an operator's watermark is the minimum of its inputs').
     fn watermarks(&self) -> BTreeMap<GlobalId, i64> {
-        let sources = self.sources.watermarks();
+        let mut own = self.sources.watermarks();
+        own.extend(self.table_watermarks.visible());
         let mut watermarks = BTreeMap::new();
-        if sources.is_empty() {
+        if own.is_empty() {
             return watermarks;
         }
         let catalog = crate::catalog::read(&self.catalog);
-        for (source, watermark) in sources {
-            for id in std::iter::once(source).chain(catalog.dependents(source)) {
+        for (source, watermark) in own {
+            for id in std::iter::once(source).chain(catalog.readers(source)) {
                 watermarks
                     .entry(id)
                     .and_modify(|w: &mut i64| *w = (*w).min(watermark))

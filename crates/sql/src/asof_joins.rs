@@ -354,8 +354,8 @@ impl Sides<'_> {
 fn versioned_comparison(join: &Join, time: &Expr) -> Result<(Expr, Expr, AsOfMatch)> {
     let Some(event_time) = event_time_column(&join.right) else {
         return not_impl_err!(
-            "FOR SYSTEM_TIME AS OF {time}: the versioned relation must be a source with a \
-             WATERMARK, whose column is its event time; or write the comparison of \
+            "FOR SYSTEM_TIME AS OF {time}: the versioned relation must be a source or table \
+             with a WATERMARK, whose column is its event time; or write the comparison of \
              times in an ASOF JOIN"
         );
     };

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use connectors::{Change, SourceBatch};
 use datafusion::arrow::array::RecordBatch;
@@ -120,6 +121,7 @@ impl Coordinator {
                 .then_some(StreamBatch { id, rows: None }),
             ..CommitBatch::default()
         };
+        let mut table_late_rows = 0;
         for (output, output_changes) in by_output {
             let table = *wiring.outputs.get(output).ok_or_else(|| {
                 CoordError::Internal(format!("source {id} wrote to unknown output {output}"))
@@ -150,6 +152,16 @@ impl Coordinator {
                 let rows = concat_batches(&first.schema(), &inserted)
                     .map_err(|e| CoordError::Internal(e.to_string()))?;
                 bytes += rows.get_array_memory_size() as u64;
+                if output > 0 {
+                    let diffs = vec![1; rows.num_rows()];
+                    table_late_rows += self.observe_event_time(
+                        &mut commit,
+                        table,
+                        &codecs.name,
+                        (&rows, &diffs),
+                        wiring.late_table,
+                    )?;
+                }
                 self.add_insert(&mut commit, table, codecs, rows)?;
                 continue;
             }
@@ -159,9 +171,19 @@ impl Coordinator {
             }
             let decoded = codecs.decode(&updates)?;
             bytes += decoded.get_array_memory_size() as u64;
+            let diffs: Vec<Diff> = updates.iter().map(|(_, d)| *d).collect();
+            if output > 0 {
+                table_late_rows += self.observe_event_time(
+                    &mut commit,
+                    table,
+                    &codecs.name,
+                    (&decoded, &diffs),
+                    wiring.late_table,
+                )?;
+            }
             commit.arranged.push(ArrangedChange {
                 id: table,
-                diffs: updates.iter().map(|(_, d)| *d).collect(),
+                diffs,
                 pairs: codecs.arrangement_pairs(&updates)?,
                 rows: decoded,
             });
@@ -176,7 +198,13 @@ impl Coordinator {
                 }
             }
         }
-        let late_rows = late.as_ref().map_or(0, |late| late.num_rows() as u64);
+        let late_rows = late.as_ref().map_or(0, |late| late.num_rows() as u64) + table_late_rows;
+        // A source that feeds tables (CDC) has the least of their watermarks.
+        let least = self
+            .table_watermarks
+            .least(&wiring.outputs[1..], wiring.idle_timeout, Instant::now())
+            .filter(|least| self.sources.watermark(id).is_none_or(|w| *least > w));
+        commit.watermarks.extend(least.map(|w| (id, w)));
         if let Some(late) = late {
             for target in std::iter::once(LATE_EVENTS).chain(wiring.late_table) {
                 if let Some(codecs) = codecs.get(&target) {
@@ -195,7 +223,7 @@ impl Coordinator {
 impl Coordinator {
     /// Adds the insertion of `rows` into `table` (a stream, or an arranged relation) to
     /// `commit`.
-    fn add_insert(
+    pub(crate) fn add_insert(
         &self,
         commit: &mut CommitBatch,
         table: GlobalId,

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use connectors::{Change, SourceBatch, SourceOptions};
 use datafusion::arrow::array::RecordBatch;
@@ -14,7 +14,7 @@ use pipelines::{
     late_event_rows, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
 };
 use repr::{GlobalId, ItemKind};
-use sql::{CreateSource, SqlError, Statement};
+use sql::{CreateSource, SqlError, Statement, WatermarkSpec};
 use system_catalog::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 
 use crate::coordinator::Coordinator;
@@ -35,8 +35,13 @@ impl Coordinator {
             .duration(IDLE_TIMEOUT_OPTION)
             .map_err(|e| CoordError::InvalidSourceOption(e.to_string()))?;
         let Some(spec) = create.watermark(&self.base_state)? else {
+            // The tables a CDC source feeds declare their own watermarks.
+            let feeds_tables = options
+                .connector()
+                .is_some_and(|c| c.eq_ignore_ascii_case(super::tables::CDC_CONNECTOR));
             let needs_watermark = [IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION]
                 .into_iter()
+                .filter(|_| !feeds_tables)
                 .find(|option| super::option_value(create, option).is_some());
             return match needs_watermark {
                 Some(option) => Err(CoordError::InvalidSourceOption(format!(
@@ -45,43 +50,37 @@ impl Coordinator {
                 None => Ok(None),
             };
         };
-        let column = schema.index_of(&spec.column).map_err(|_| {
-            CoordError::unknown_column(format!(
-                "column \"{}\" named in WATERMARK does not exist",
-                spec.column
-            ))
-        })?;
-        let field = schema.field(column);
-        if !matches!(field.data_type(), DataType::Timestamp(_, _)) {
-            return Err(SqlError::TypeMismatch(format!(
-                "the WATERMARK column \"{}\" must be a timestamp, not {}",
-                spec.column,
-                repr::pg_type::format_type(field)
-            ))
-            .into());
-        }
-        Ok(Some(Arc::new(Mutex::new(WatermarkTracker::new(
-            column,
-            spec.delay_micros,
-            idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
-            recovered,
-        )))))
+        let idle_timeout = idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
+        let tracker = watermark_tracker(&spec, schema, idle_timeout, recovered)?;
+        Ok(Some(Arc::new(Mutex::new(tracker))))
     }
 
-    /// The column of source `id` its watermark is declared on; `None` if `id` is not a
-    /// source with a watermark.
+    /// The column of source or table `id` its watermark is declared on; `None` if `id` is
+    /// not a source or table with a watermark.
     pub(crate) fn watermark_column(&self, id: GlobalId) -> Option<usize> {
         let create_sql = {
             let catalog = crate::catalog::read(&self.catalog);
-            let item = catalog.get(id).filter(|i| i.kind == ItemKind::Source)?;
+            let item = catalog
+                .get(id)
+                .filter(|i| matches!(i.kind, ItemKind::Source | ItemKind::Table))?;
             item.create_sql.clone()
         };
-        let Some(Statement::CreateSource(create)) = sql::parse(&create_sql).ok()?.pop() else {
-            return None;
+        let spec = match sql::parse(&create_sql).ok()?.pop()? {
+            Statement::CreateSource(create) => create.watermark(&self.base_state),
+            Statement::CreateTable(create) => create.watermark(&self.base_state),
+            Statement::CreateTableFromSource(from) => from.table.watermark(&self.base_state),
+            _ => return None,
         };
-        let spec = create.watermark(&self.base_state).ok()??;
+        let spec = spec.ok()??;
         let codecs = self.table_codecs.read().unwrap_or_else(|p| p.into_inner());
         codecs.get(&id)?.schema.index_of(&spec.column).ok()
+    }
+
+    /// The watermark of every source and table that has one, as visible now.
+    pub(crate) fn watermarks(&self) -> Vec<(GlobalId, i64)> {
+        let mut watermarks = self.sources.watermarks();
+        watermarks.extend(self.table_watermarks.visible());
+        watermarks
     }
 
     /// Makes `fluxion_catalog.late_events` readable and writable; at startup, before the log
@@ -89,6 +88,37 @@ impl Coordinator {
     pub(crate) fn install_late_events(&self) -> Result<(), CoordError> {
         self.install_system_relation(LATE_EVENTS, LATE_EVENTS_NAME, &late_events_desc())
     }
+}
+
+/// The tracker of the watermark `spec` declares over columns `schema` (`spec`'s column must
+/// be a timestamp), resuming at `recovered`.
+pub(crate) fn watermark_tracker(
+    spec: &WatermarkSpec,
+    schema: &SchemaRef,
+    idle_timeout: Duration,
+    recovered: Option<i64>,
+) -> Result<WatermarkTracker, CoordError> {
+    let column = schema.index_of(&spec.column).map_err(|_| {
+        CoordError::unknown_column(format!(
+            "column \"{}\" named in WATERMARK does not exist",
+            spec.column
+        ))
+    })?;
+    let field = schema.field(column);
+    if !matches!(field.data_type(), DataType::Timestamp(_, _)) {
+        return Err(SqlError::TypeMismatch(format!(
+            "the WATERMARK column \"{}\" must be a timestamp, not {}",
+            spec.column,
+            repr::pg_type::format_type(field)
+        ))
+        .into());
+    }
+    Ok(WatermarkTracker::new(
+        column,
+        spec.delay_micros,
+        idle_timeout,
+        recovered,
+    ))
 }
 
 /// What event time makes of `batch`, a batch of source `source` whose watermark `tracker`

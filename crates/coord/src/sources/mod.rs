@@ -28,10 +28,13 @@ use connectors::{
     Envelope, Format, Include, Metadata, OpenedSource, SourceContext, SourceOptions, SourceOutput,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use pipelines::{SourceWiring, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION};
+use pipelines::{
+    SourceWiring, DEFAULT_IDLE_TIMEOUT, ERROR_TABLE_OPTION, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
+};
 use repr::{GlobalId, ItemKind, RelationDesc};
 use sql::{CreateSource, Drop};
 
+pub(crate) use event_time::watermark_tracker;
 pub use webhook::{WebhookError, WebhookReceipt};
 
 use crate::coordinator::Coordinator;
@@ -160,16 +163,14 @@ impl Coordinator {
                 defaults: Default::default(),
                 default_sql: Default::default(),
                 is_stream: false,
-                event_time: None,
+                watermark: None,
             }
         } else {
             PlannedTable::new(&create.name, create.plan_columns(&self.base_state)?)
         };
         let include = source_include(create)?;
         let mut planned = with_include_columns(planned, &include)?;
-        planned.event_time = create
-            .watermark(&self.base_state)?
-            .map(|watermark| watermark.column);
+        planned.watermark = create.watermark(&self.base_state)?;
         let format = source_format(create)?;
         // Only inserts ever reach a source without a key read as plain records: it is a
         // stream. (A CDC source feeds tables, which are arranged.)
@@ -221,6 +222,11 @@ impl Coordinator {
             })
             .ok_or_else(|| CoordError::Internal(format!("source {id} is not installed")))?;
         wiring.event_time = self.event_time(create, &schema, watermark)?;
+        wiring.idle_timeout = SourceOptions::new(create.options.clone())
+            .duration(IDLE_TIMEOUT_OPTION)
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT);
         if let Some(watermark) = watermark {
             self.sources.set_watermark(id, watermark);
         }
@@ -287,6 +293,7 @@ impl Coordinator {
             late_table: side_table(&LATE_TABLE),
             stop,
             event_time: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 

@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use connectors::{ConnectorError, DurablePosition, SourceBatch, SourceReader};
 use repr::{GlobalId, Timestamp};
@@ -173,4 +174,7 @@ pub struct SourceWiring {
     pub stop: Arc<AtomicBool>,
     /// The source's watermark, if it declares one (`WATERMARK FOR`).
     pub event_time: Option<Arc<Mutex<WatermarkTracker>>>,
+    /// How long a partition, or a table the source feeds, may send nothing before it stops
+    /// holding the source's watermark back.
+    pub idle_timeout: Duration,
 }

@@ -93,6 +93,11 @@ impl WatermarkTracker {
         }
     }
 
+    /// Resumes at `watermark` (logged before a restart), unless it is already past it.
+    pub fn resume(&mut self, watermark: i64) {
+        self.watermark = self.watermark.max(Some(watermark));
+    }
+
     /// The event-time column.
     pub fn column(&self) -> usize {
         self.column

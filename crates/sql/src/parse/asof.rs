@@ -339,7 +339,7 @@ fn condition_start(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
     None
 }
 
-fn is_word(token: &Token, word: &str) -> bool {
+pub(super) fn is_word(token: &Token, word: &str) -> bool {
     matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
 }
 

@@ -9,6 +9,7 @@
 mod asof;
 mod emit;
 pub(crate) mod options;
+mod table_watermark;
 
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -22,6 +23,7 @@ use crate::statement::ddl::renamed_to;
 use crate::statement::sinks::{parse_sink_statement, SinkStatement};
 use crate::statement::sources::{parse_source_statement, SourceStatement};
 use crate::statement::subscriptions::{parse_subscribe_statement, SubscribeStatement};
+use crate::statement::watermark::WatermarkClause;
 use crate::statement::{Drop, ObjectKind, Rename, Show, Statement};
 use crate::SqlError;
 pub(crate) use asof::written_as_asof;
@@ -70,6 +72,7 @@ pub fn parse_noting_truncations(
         })
         .collect();
     let tokens = asof::mark_time_joins(tokens)?;
+    let (tokens, table_watermarks) = table_watermark::strip_table_watermarks(tokens)?;
     let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();
@@ -108,6 +111,7 @@ pub fn parse_noting_truncations(
             });
             continue;
         }
+        let start = parser.index();
         let statement = match parse_source_statement(&mut parser)? {
             Some(SourceStatement::Create(create)) => Statement::CreateSource(*create),
             Some(SourceStatement::Drop(drop)) => drop_statement(
@@ -129,7 +133,6 @@ pub fn parse_noting_truncations(
                 Statement::from_sql(*statement)
             }
             None => {
-                let start = parser.index();
                 let mut statement = parser.parse_statement()?;
                 normalize_literals(&mut statement);
                 let emits = emit_clauses
@@ -142,6 +145,13 @@ pub fn parse_noting_truncations(
                     statement
                 }
             }
+        };
+        let watermark = table_watermarks
+            .iter()
+            .find(|w| w.belongs_to(start, parser.index()));
+        let statement = match watermark {
+            Some(watermark) => with_table_watermark(statement, &watermark.clause),
+            None => statement,
         };
         statements.push(statement);
     }
@@ -179,6 +189,21 @@ fn emit_on_window_close(statement: Statement) -> Statement {
         Statement::Rejected(e) => Statement::Rejected(e),
         _ => Statement::Rejected(SqlError::Unsupported(
             "EMIT ON WINDOW CLOSE outside CREATE MATERIALIZED VIEW".into(),
+        )),
+    }
+}
+
+/// `statement`, a `CREATE TABLE`, with the watermark `clause` written among its columns.
+fn with_table_watermark(statement: Statement, clause: &WatermarkClause) -> Statement {
+    match statement {
+        Statement::CreateTable(create) => Statement::CreateTable(create.with_watermark(clause)),
+        Statement::CreateTableFromSource(mut from) => {
+            from.table = from.table.with_watermark(clause);
+            Statement::CreateTableFromSource(from)
+        }
+        Statement::Rejected(e) => Statement::Rejected(e),
+        _ => Statement::Rejected(SqlError::Unsupported(
+            "WATERMARK in CREATE TABLE … AS: declare the table's columns".into(),
         )),
     }
 }

@@ -16,12 +16,15 @@ use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, CommentObject, Expr as SqlExpr, ObjectName, ObjectNamePart, ObjectType,
     SchemaName, TableConstraint,
 };
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 use repr::RelationDesc;
 
 use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
 use crate::planner::PlanContext;
 use crate::result_columns::{display_name, name_result_columns};
 use crate::rewrite::postgres_syntax::Target;
+use crate::statement::watermark::{WatermarkClause, WatermarkSpec};
 use crate::statement::Query;
 use crate::SqlError;
 
@@ -54,6 +57,8 @@ pub struct CreateTable {
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
     create: ast::CreateTable,
+    /// `WATERMARK FOR column AS expr` among its columns.
+    pub(crate) watermark: Option<WatermarkClause>,
 }
 
 /// A table's columns, key and defaults, planned from its `CREATE TABLE`.
@@ -192,6 +197,50 @@ impl CreateTableAs {
     }
 }
 
+/// `create_table` (a `CREATE TABLE`'s text, as sqlparser prints it) with `element` added at
+/// the end of its column list.
+fn with_column_list_element(create_table: &str, element: &str) -> String {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, create_table).tokenize_with_location()
+    else {
+        return create_table.to_string();
+    };
+    let mut depth = 0usize;
+    let mut empty = true;
+    for token in &tokens {
+        match &token.token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 1 => {
+                let at = byte_offset(create_table, token.span.start);
+                let separator = if empty { "" } else { ", " };
+                return format!(
+                    "{}{separator}{element}{}",
+                    &create_table[..at],
+                    &create_table[at..]
+                );
+            }
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Whitespace(_) => {}
+            _ if depth >= 1 => empty = false,
+            _ => {}
+        }
+    }
+    create_table.to_string()
+}
+
+/// The byte offset in `text` of `location` (a line and a character, counted from 1).
+fn byte_offset(text: &str, location: Location) -> usize {
+    let mut line_start = 0;
+    for _ in 1..location.line {
+        line_start += text[line_start..]
+            .find('\n')
+            .map_or(text.len() - line_start, |i| i + 1);
+    }
+    text[line_start..]
+        .char_indices()
+        .nth(location.column.saturating_sub(1) as usize)
+        .map_or(text.len(), |(i, _)| line_start + i)
+}
+
 impl CreateTable {
     pub(crate) fn from_sql(create: ast::CreateTable) -> Result<CreateTable, SqlError> {
         if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
@@ -206,7 +255,22 @@ impl CreateTable {
             name: object_ref(&create.name)?,
             if_not_exists: create.if_not_exists,
             create,
+            watermark: None,
         })
+    }
+
+    /// The statement with `clause` written among its columns.
+    pub(crate) fn with_watermark(self, clause: &WatermarkClause) -> CreateTable {
+        CreateTable {
+            watermark: Some(clause.clone()),
+            ..self
+        }
+    }
+
+    /// What its `WATERMARK FOR column AS column [- INTERVAL '…']` declares, if anything
+    /// (`state` evaluates the interval).
+    pub fn watermark(&self, state: &SessionState) -> Result<Option<WatermarkSpec>, SqlError> {
+        self.watermark.as_ref().map(|w| w.spec(state)).transpose()
     }
 
     /// Whether the statement declares columns.
@@ -218,7 +282,11 @@ impl CreateTable {
     pub fn to_sql(&self) -> String {
         let mut create = self.create.clone();
         create.name = object_name(&self.name);
-        ast::Statement::CreateTable(create).to_string()
+        let sql = ast::Statement::CreateTable(create).to_string();
+        match &self.watermark {
+            Some(watermark) => with_column_list_element(&sql, &watermark.to_string()),
+            None => sql,
+        }
     }
 
     /// Plans the table's columns, primary key and defaults (`state` plans the defaults).

@@ -15,6 +15,7 @@ mod settings;
 pub(crate) mod sinks;
 pub(crate) mod sources;
 pub(crate) mod subscriptions;
+pub(crate) mod watermark;
 mod write;
 
 use std::fmt;
@@ -31,8 +32,9 @@ pub use ddl::{
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
-pub use sources::{CreateSource, CreateTableFromSource, WatermarkSpec};
+pub use sources::{CreateSource, CreateTableFromSource};
 pub use subscriptions::{AsOf, CreateSubscription, Subscribe, SubscribeTarget, DEFAULT_RETENTION};
+pub use watermark::WatermarkSpec;
 pub use write::{
     ConflictArbiter, ConflictUpdate, Delete, Insert, InsertTarget, OnConflict, PlannedInsert,
     Update,

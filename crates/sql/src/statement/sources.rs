@@ -18,17 +18,15 @@
 use std::fmt;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
-use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, ColumnDef, Expr, Ident, ObjectName, Statement, TableConstraint,
-};
+use datafusion::sql::sqlparser::ast::{ColumnDef, Ident, ObjectName, Statement, TableConstraint};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::ddl::{CreateTable, TableDefinition};
+use super::watermark::{WatermarkClause, WatermarkSpec};
 use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
 use crate::parse::options::{parse_options, parse_upper_word, parse_word, quoted, write_options};
 use crate::SqlError;
@@ -45,7 +43,7 @@ pub struct CreateSource {
     /// Table constraints (`PRIMARY KEY (…)`).
     constraints: Vec<TableConstraint>,
     /// `WATERMARK FOR column AS expr`.
-    watermark: Option<(Ident, Expr)>,
+    watermark: Option<WatermarkClause>,
     /// The `WITH (…)` options, names in lower case, in the order written.
     pub options: Vec<(String, String)>,
     /// `FORMAT …` (upper case).
@@ -67,41 +65,10 @@ impl CreateSource {
         !self.constraints.is_empty()
     }
 
-    /// What `WATERMARK FOR column AS column [- INTERVAL '…']` declares (`state` evaluates
-    /// the interval). Other expressions are refused: a watermark trails the largest event
-    /// time seen by a fixed delay.
+    /// What its `WATERMARK FOR column AS column [- INTERVAL '…']` declares, if anything
+    /// (`state` evaluates the interval).
     pub fn watermark(&self, state: &SessionState) -> Result<Option<WatermarkSpec>, SqlError> {
-        let Some((column, expr)) = &self.watermark else {
-            return Ok(None);
-        };
-        let column = fold_ident(column);
-        let unsupported = || {
-            SqlError::Unsupported(format!(
-                "WATERMARK FOR {column} AS {expr}: a watermark is the column itself or the \
-                 column minus a constant interval ({column} - INTERVAL '5' SECOND)"
-            ))
-        };
-        let names_column = |e: &Expr| match e {
-            Expr::Identifier(ident) => fold_ident(ident) == column,
-            _ => false,
-        };
-        let delay = match strip_nesting(expr) {
-            e if names_column(e) => None,
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Minus,
-                right,
-            } if names_column(strip_nesting(left)) => Some(right.as_ref()),
-            _ => return Err(unsupported()),
-        };
-        let delay_micros = match delay {
-            None => 0,
-            Some(interval) => interval_micros(state, interval).ok_or_else(unsupported)??,
-        };
-        Ok(Some(WatermarkSpec {
-            column,
-            delay_micros,
-        }))
+        self.watermark.as_ref().map(|w| w.spec(state)).transpose()
     }
 
     /// What `INCLUDE` asks for, each with the column it goes to if one is named.
@@ -121,55 +88,6 @@ impl CreateSource {
             .build();
         CreateTable::from_sql(table)?.plan(state)
     }
-}
-
-/// A source's declared watermark: the largest event time seen in `column`, minus
-/// `delay_micros`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatermarkSpec {
-    /// The event-time column (a timestamp).
-    pub column: String,
-    /// How far the watermark trails the largest event time seen, in microseconds (≥ 0).
-    pub delay_micros: i64,
-}
-
-/// The expression inside any parentheses.
-fn strip_nesting(expr: &Expr) -> &Expr {
-    match expr {
-        Expr::Nested(inner) => strip_nesting(inner),
-        other => other,
-    }
-}
-
-/// The length of constant interval `expr` in microseconds: `None` if it is not a constant
-/// interval; an error if it is one but counts months or is negative.
-fn interval_micros(state: &SessionState, expr: &Expr) -> Option<Result<i64, SqlError>> {
-    let empty = DFSchema::empty();
-    let logical = state.create_logical_expr(&expr.to_string(), &empty).ok()?;
-    let physical = state.create_physical_expr(logical, &empty).ok()?;
-    let value = plan::window_close::constant_value(&physical)?;
-    let (months, days, nanos) = match value {
-        ScalarValue::IntervalMonthDayNano(Some(v)) => (v.months, v.days, v.nanoseconds),
-        ScalarValue::IntervalDayTime(Some(v)) => (0, v.days, i64::from(v.milliseconds) * 1_000_000),
-        ScalarValue::IntervalYearMonth(Some(months)) => (months, 0, 0),
-        _ => return None,
-    };
-    let micros = i64::from(days)
-        .checked_mul(86_400_000_000)
-        .and_then(|d| d.checked_add(nanos / 1_000));
-    Some(match micros {
-        _ if months != 0 => Err(SqlError::Unsupported(format!(
-            "a watermark delay of {expr} counts months, whose length varies: give it in days \
-             or smaller units"
-        ))),
-        Some(micros) if micros >= 0 => Ok(micros),
-        Some(_) => Err(SqlError::InvalidStatement(format!(
-            "a watermark delay cannot be negative: {expr}"
-        ))),
-        None => Err(SqlError::OutOfRange(format!(
-            "the watermark delay {expr} is out of range"
-        ))),
-    })
 }
 
 /// `DROP SOURCE`, as parsed.
@@ -234,8 +152,12 @@ impl CreateTableFromSource {
             return Err(SqlError::Internal(format!("cannot read back {sql}")));
         };
         table.if_not_exists = self.table.if_not_exists;
+        let mut create = CreateTable::from_sql(table)?;
+        if let Some(watermark) = &self.table.watermark {
+            create = create.with_watermark(watermark);
+        }
         Ok(CreateTableFromSource {
-            table: CreateTable::from_sql(table)?,
+            table: create,
             source: self.source.clone(),
             reference: self.reference.clone(),
         })
@@ -338,15 +260,12 @@ fn parse_create_source(parser: &mut Parser) -> Result<CreateSource, ParserError>
     if parser.consume_token(&Token::LParen) {
         loop {
             if parse_word(parser, "WATERMARK") {
-                parser.expect_keyword(Keyword::FOR)?;
-                let column = parser.parse_identifier()?;
-                parser.expect_keyword(Keyword::AS)?;
                 if create.watermark.is_some() {
                     return Err(ParserError::ParserError(
                         "a source has at most one WATERMARK".into(),
                     ));
                 }
-                create.watermark = Some((column, parser.parse_expr()?));
+                create.watermark = Some(WatermarkClause::parse_after_keyword(parser)?);
             } else if let Some(constraint) = parser.parse_optional_table_constraint()? {
                 create.constraints.push(constraint);
             } else {
@@ -409,8 +328,8 @@ impl fmt::Display for CreateSource {
         write!(f, "{}", self.name.to_sql())?;
         let mut elements: Vec<String> = self.columns.iter().map(ToString::to_string).collect();
         elements.extend(self.constraints.iter().map(ToString::to_string));
-        if let Some((column, expr)) = &self.watermark {
-            elements.push(format!("WATERMARK FOR {column} AS {expr}"));
+        if let Some(watermark) = &self.watermark {
+            elements.push(watermark.to_string());
         }
         if !elements.is_empty() {
             write!(f, " ({})", elements.join(", "))?;
