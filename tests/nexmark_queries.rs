@@ -6,7 +6,8 @@
 //! arrive. Pass-through views hand the events to a throwaway PostgreSQL through `COPY`; there
 //! the same query files run as a batch computation. Numbers are compared to 12 significant
 //! digits (PostgreSQL's `avg` of integers is a numeric, Fluxion's a double); everything else
-//! as text.
+//! as text. The `EMIT ON WINDOW CLOSE` forms of q5 and q7 are checked the same way, against
+//! the windows their watermark has closed.
 
 mod support;
 
@@ -106,7 +107,7 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
     let fluxion = server.connect().await;
     let mut ddl = String::new();
     for table in &NEXMARK_TABLES {
-        ddl.push_str(&table.create_source(EVENTS));
+        ddl.push_str(&table.create_source(EVENTS, 0, None));
         ddl.push_str(&format!(
             "CREATE MATERIALIZED VIEW all_{0} AS SELECT * FROM {0};\n",
             table.name
@@ -219,6 +220,98 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Events for the `EMIT ON WINDOW CLOSE` check: 30 s of event time (an event every 0.1 ms),
+/// so that the watermark closes windows.
+const WINDOW_CLOSE_EVENTS: u64 = 300_000;
+
+/// The queries with an `EMIT ON WINDOW CLOSE` form (`benches/nexmark/eowc/`).
+const WINDOW_CLOSE_QUERIES: [(&str, &str); 2] = [
+    ("q5", include_str!("../benches/nexmark/eowc/q5.sql")),
+    ("q7", include_str!("../benches/nexmark/eowc/q7.sql")),
+];
+
+/// The `EMIT ON WINDOW CLOSE` forms of q5 and q7, over a bid source with a watermark 4 s
+/// behind `date_time`, hold PostgreSQL's answer of every window the watermark has closed,
+/// and nothing else: q5 exactly the rows of the windows that end at or before the watermark;
+/// q7 only rows of the batch answer, and every one whose bid is more than a window (plus a
+/// second) behind the watermark (a bid's row closes once the windows it may join, ending up
+/// to 10 s after it, have closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_close_views_hold_the_batch_answer_of_every_closed_window() {
+    let server = TestServer::start();
+    let fluxion = server.connect().await;
+    let bid = &NEXMARK_TABLES[2];
+    let mut ddl = bid.create_source(WINDOW_CLOSE_EVENTS, 0, Some(4));
+    ddl.push_str("CREATE MATERIALIZED VIEW all_bid AS SELECT * FROM bid;\n");
+    for (_, sql) in WINDOW_CLOSE_QUERIES {
+        ddl.push_str(sql);
+    }
+    fluxion
+        .batch_execute(&ddl)
+        .await
+        .expect("a bid source with a watermark and the views");
+    let bids = bid.rows(WINDOW_CLOSE_EVENTS).to_string();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while row(&fluxion, "SELECT count(*) FROM all_bid").await[0].as_deref() != Some(&bids) {
+        assert!(Instant::now() < deadline, "the bids never all arrived");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let watermark = row(
+        &fluxion,
+        "SELECT watermark::text FROM fluxion_catalog.source_stats WHERE source_name = 'bid'",
+    )
+    .await[0]
+        .clone()
+        .expect("a watermark");
+
+    let postgres_server = TestPostgres::start();
+    let (postgres, connection) =
+        tokio_postgres::connect(&postgres_server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .expect("connect to PostgreSQL");
+    tokio::spawn(connection);
+    postgres
+        .batch_execute(&format!("CREATE TABLE bid ({})", bid.columns))
+        .await
+        .expect("the bid table in PostgreSQL");
+    copy_table(&fluxion, &postgres, "bid").await;
+    for (_, sql) in WINDOW_CLOSE_QUERIES {
+        let sql = with_windows_expanded(sql).replace("EMIT ON WINDOW CLOSE", "");
+        postgres.batch_execute(&sql).await.expect(&sql);
+    }
+    let closed_q5 =
+        format!("SELECT * FROM nexmark_q5 WHERE starttime + INTERVAL '10' SECOND <= '{watermark}'");
+    let expected = normalized_rows(&postgres, &closed_q5).await;
+    assert!(
+        !expected.is_empty(),
+        "no window of q5 closed: nothing compared"
+    );
+    let got = normalized_rows(&fluxion, "SELECT * FROM nexmark_q5").await;
+    assert_eq!(got.len(), expected.len(), "q5's closed windows' rows");
+    assert_eq!(got, expected, "q5's closed windows' rows");
+
+    let all_q7 = normalized_rows(&postgres, "SELECT * FROM nexmark_q7").await;
+    let got = normalized_rows(&fluxion, "SELECT * FROM nexmark_q7").await;
+    let wrong: Vec<_> = got.iter().filter(|r| !all_q7.contains(r)).take(3).collect();
+    assert!(
+        wrong.is_empty(),
+        "q7 rows PostgreSQL does not have: {wrong:?}"
+    );
+    let closed_q7 =
+        format!("SELECT * FROM nexmark_q7 WHERE date_time + INTERVAL '11' SECOND <= '{watermark}'");
+    let must_have = normalized_rows(&postgres, &closed_q7).await;
+    assert!(
+        !must_have.is_empty(),
+        "no row of q7 closed: nothing compared"
+    );
+    let missing: Vec<_> = must_have
+        .iter()
+        .filter(|r| !got.contains(r))
+        .take(3)
+        .collect();
+    assert!(missing.is_empty(), "closed q7 rows missing: {missing:?}");
 }
 
 /// The orders by which the top-N queries number their rows, made total. Their own text leaves

@@ -4,6 +4,7 @@
 #   FLUXION=target/release/fluxion NEXMARK=target/release/nexmark benches/peers/flink.sh
 #   EVENTS=1000000 ROUNDS=1 QUERIES="groupby q0 q1" benches/peers/flink.sh --json flink.json
 #   EVENTS=1000000 QUERIES=q7 Q7_JOIN=interval benches/peers/flink.sh
+#   EOWC=1 QUERIES="q5 q7" Q7_JOIN=interval benches/peers/flink.sh
 #
 # Installs `apache-flink==2.3.0` from PyPI into a venv at FLINK_VENV (reused if present; needs
 # Java 17). Then, ROUNDS times, for each query of QUERIES, runs Fluxion and Flink one after the
@@ -71,7 +72,10 @@
 # q7's join on window_end (not a time attribute) as a regular join that keeps every bid in its
 # state, as Fluxion's q7 keeps every bid arranged; Q7_JOIN=interval runs it instead as an
 # interval join on window_time (the same bids matched), which drops them once their window
-# has closed. Both make the same windows, the HOP windows that start before the first bid or
+# has closed. EOWC=1 runs Fluxion's q5 and q7 as Flink runs them: `nexmark
+# --emit-on-window-close` declares Flink's watermark (date_time - 4 s) on the sources and makes
+# the views EMIT ON WINDOW CLOSE (benches/nexmark/eowc/), which emit each window once and keep
+# only the open windows' state (with Q7_JOIN=interval, both systems run q7 as an interval join). Both make the same windows, the HOP windows that start before the first bid or
 # end after the last one included (14 for 200,000 events). Flink's datagen is not seeded, so
 # its q5 and q7 rows differ from run to run (and from Fluxion's), though not in number: about
 # one per window (the top auction, the highest bid), more on a tie.
@@ -95,6 +99,7 @@ WORKERS=${WORKERS:-1}
 KEYS=${KEYS:-auto}
 COLUMNS=${COLUMNS:-query}
 Q7_JOIN=${Q7_JOIN:-regular}
+EOWC=${EOWC:-}
 ALLOW_LATENCY=${ALLOW_LATENCY:-"1 s"}
 MINI_BATCH_SIZE=${MINI_BATCH_SIZE:-5000}
 FLINK_VENV=${FLINK_VENV:-$HOME/.cache/fluxion/flink-venv}
@@ -122,6 +127,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 run_fluxion() { # query → one JSON line
     rm -f "$work/fluxion.json"
     "$NEXMARK" --binary "$FLUXION" --query "$1" --events "$EVENTS" --workers "$WORKERS" \
+        ${EOWC:+--emit-on-window-close} \
         --json "$work/fluxion.json" >"$work/fluxion.out" 2>"$work/fluxion.err" || {
         echo "fluxion $1 failed:" >&2; tail -5 "$work/fluxion.out" "$work/fluxion.err" >&2; return 1; }
     sed 's/^{/{"system":"fluxion",/' "$work/fluxion.json"
@@ -148,8 +154,8 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-meta=$(printf '{"events": %s, "rounds": %s, "fluxion_workers": %s, "flink": "2.3.0", "flink_parallelism": 1, "mini_batch_allow_latency": "%s", "mini_batch_size": %s, "keys": "%s", "columns": "%s", "q7_join": "%s", "fluxion_binary": "%s", "checkout": "%s", "date": "%s", "load_average_before": "%s", "load_average_after": "%s", "cpus": %s}' \
-    "$EVENTS" "$ROUNDS" "$WORKERS" "$ALLOW_LATENCY" "$MINI_BATCH_SIZE" "$KEYS" "$COLUMNS" "$Q7_JOIN" "$FLUXION" \
+meta=$(printf '{"events": %s, "rounds": %s, "fluxion_workers": %s, "flink": "2.3.0", "flink_parallelism": 1, "mini_batch_allow_latency": "%s", "mini_batch_size": %s, "keys": "%s", "columns": "%s", "q7_join": "%s", "fluxion_emit_on_window_close": "%s", "fluxion_binary": "%s", "checkout": "%s", "date": "%s", "load_average_before": "%s", "load_average_after": "%s", "cpus": %s}' \
+    "$EVENTS" "$ROUNDS" "$WORKERS" "$ALLOW_LATENCY" "$MINI_BATCH_SIZE" "$KEYS" "$COLUMNS" "$Q7_JOIN" "${EOWC:-no}" "$FLUXION" \
     "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(date -u +%FT%TZ)" \
     "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)")
 echo "load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -20,11 +20,24 @@ impl NexmarkTable {
         events / 50 * self.len + (events % 50).saturating_sub(self.first).min(self.len)
     }
 
-    /// `CREATE SOURCE` for this table over `events` events, generated as fast as possible.
-    pub fn create_source(&self, events: u64) -> String {
+    /// `CREATE SOURCE` for this table over `events` events, generated at `rate` events per
+    /// second (`0`: as fast as possible), with a watermark on `date_time` trailing it by
+    /// `watermark_delay_seconds` if given.
+    pub fn create_source(
+        &self,
+        events: u64,
+        rate: u64,
+        watermark_delay_seconds: Option<u64>,
+    ) -> String {
+        let watermark = watermark_delay_seconds
+            .map(|delay| {
+                format!(", WATERMARK FOR date_time AS date_time - INTERVAL '{delay}' SECOND")
+            })
+            .unwrap_or_default();
         format!(
-            "CREATE SOURCE {} ({}) WITH (connector = 'nexmark', nexmark.table.type = '{}', \
-             nexmark.event.rate = '0', nexmark.event.num = '{events}');\n",
+            "CREATE SOURCE {} ({}{watermark}) WITH (connector = 'nexmark', \
+             nexmark.table.type = '{}', nexmark.event.rate = '{rate}', \
+             nexmark.event.num = '{events}');\n",
             self.name, self.columns, self.table_type,
         )
     }

@@ -6,7 +6,8 @@
 //! rows and the view's frontier has passed the sources' last commit. It reports events/s over
 //! that time, events per CPU-second (user + system time of the whole server process, the
 //! generators included), the server's peak resident memory, the updates every arrangement
-//! holds at the end (`fluxion_catalog.arrangement_sizes`) and the rows the view holds. `groupby` is not a Nexmark query but the keyed aggregate of the performance goals:
+//! holds at the end (`fluxion_catalog.arrangement_sizes`) and the rows the view holds.
+//! `groupby` is not a Nexmark query but the keyed aggregate of the performance goals:
 //! `count(*)` and `max(price)` per auction over a `datagen` source with 100,000 auctions.
 //!
 //! The results are printed as a Markdown table (the form `docs/benchmarks.md` quotes) and, with
@@ -41,6 +42,25 @@ struct Args {
     /// Give up on a query after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout_seconds: u64,
+    /// Run the event-time queries that have such a form (q5, q7; `benches/nexmark/eowc/`) as
+    /// `EMIT ON WINDOW CLOSE` views over sources with Flink's Nexmark watermark (`date_time`
+    /// minus 4 s): each window's result once, when it closes, and only the open windows'
+    /// state. Other queries run as without it.
+    #[arg(long)]
+    emit_on_window_close: bool,
+}
+
+/// How far the sources' watermark trails `date_time` with `--emit-on-window-close`, as in
+/// Flink's Nexmark DDL.
+const WATERMARK_DELAY_SECONDS: u64 = 4;
+
+/// The `EMIT ON WINDOW CLOSE` form of query `name`, if it has one.
+fn window_close_sql(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "q5" => include_str!("../../nexmark/eowc/q5.sql"),
+        "q7" => include_str!("../../nexmark/eowc/q7.sql"),
+        _ => return None,
+    })
 }
 
 /// The text of query `name`, from `benches/nexmark/`.
@@ -84,9 +104,14 @@ fn nexmark_sources_of(query: &str) -> &'static [&'static str] {
     }
 }
 
-/// The `CREATE SOURCE` statements for `query`'s sources over `events` events, and the
-/// sources with the rows each will deliver.
-fn sources_for(query: &str, events: u64) -> (String, Vec<(&'static str, u64)>) {
+/// The `CREATE SOURCE` statements for `query`'s sources over `events` events (with a watermark
+/// trailing `date_time` by `watermark_delay_seconds` if given), and the sources with the rows
+/// each will deliver.
+fn sources_for(
+    query: &str,
+    events: u64,
+    watermark_delay_seconds: Option<u64>,
+) -> (String, Vec<(&'static str, u64)>) {
     if query == "groupby" {
         let ddl = format!(
             "CREATE SOURCE bids (seq BIGINT, auction BIGINT, price BIGINT) WITH ( \
@@ -101,7 +126,7 @@ fn sources_for(query: &str, events: u64) -> (String, Vec<(&'static str, u64)>) {
     let mut used = Vec::new();
     for table in &NEXMARK_TABLES {
         if nexmark_sources_of(query).contains(&table.name) {
-            ddl.push_str(&table.create_source(events));
+            ddl.push_str(&table.create_source(events, 0, watermark_delay_seconds));
             used.push((table.name, table.rows(events)));
         }
     }
@@ -121,6 +146,8 @@ fn view_name(sql: &str) -> Option<String> {
 /// What one query's run measured.
 struct Outcome {
     query: String,
+    /// Whether the view was the query's `EMIT ON WINDOW CLOSE` form.
+    emit_on_window_close: bool,
     events: u64,
     seconds: f64,
     cpu_seconds: f64,
@@ -142,6 +169,7 @@ impl Outcome {
     fn json(&self, workers: usize) -> serde_json::Value {
         serde_json::json!({
             "query": self.query,
+            "emit_on_window_close": self.emit_on_window_close,
             "events": self.events,
             "workers": workers,
             "seconds": self.seconds,
@@ -157,9 +185,13 @@ impl Outcome {
 
 /// Runs `query` on a fresh server and measures it.
 async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
-    let sql = query_sql(query).ok_or_else(|| format!("unknown query {query}"))?;
+    let window_close = window_close_sql(query).filter(|_| args.emit_on_window_close);
+    let sql = window_close
+        .or_else(|| query_sql(query))
+        .ok_or_else(|| format!("unknown query {query}"))?;
     let view = view_name(sql).ok_or_else(|| format!("{query} creates no materialized view"))?;
-    let (sources, expected) = sources_for(query, args.events);
+    let delay = window_close.map(|_| WATERMARK_DELAY_SECONDS);
+    let (sources, expected) = sources_for(query, args.events, delay);
     let server = BenchServer::start(&args.binary, args.workers)?;
     let client = server.connect().await?;
     let fail = |e: tokio_postgres::Error| match e.as_db_error() {
@@ -254,6 +286,7 @@ async fn run(args: &Args, query: &str) -> Result<Outcome, String> {
         .get(0);
     Ok(Outcome {
         query: query.to_string(),
+        emit_on_window_close: window_close.is_some(),
         events: args.events,
         seconds,
         cpu_seconds,
@@ -275,8 +308,13 @@ async fn main() -> Result<(), String> {
         match run(&args, query).await {
             Ok(outcome) => {
                 println!(
-                    "| {} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} | {} | {} |",
+                    "| {}{} | {} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} | {} | {} |",
                     outcome.query,
+                    if outcome.emit_on_window_close {
+                        " (EOWC)"
+                    } else {
+                        ""
+                    },
                     outcome.events,
                     outcome.seconds,
                     outcome.events_per_second(),

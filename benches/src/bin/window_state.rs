@@ -60,12 +60,7 @@ impl View {
     /// The sources and the view `per_window`, over `events` events.
     fn sql(self, events: u64, rate: u64, emit: &str) -> String {
         let watermarked = |table: &fluxion_benches::nexmark_tables::NexmarkTable| {
-            format!(
-                "CREATE SOURCE {} ({}, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND)
-                   WITH (connector = 'nexmark', nexmark.table.type = '{}',
-                     nexmark.event.rate = '{rate}', nexmark.event.num = '{events}');",
-                table.name, table.columns, table.table_type
-            )
+            table.create_source(events, rate, Some(4))
         };
         match self {
             View::Tumble => format!(
