@@ -16,16 +16,18 @@
 //!
 //! Times at which only a watermark moved are finished the same way, so a window closes when
 //! the watermark passes it even if no row arrives. Updates are exchanged by row, so each
-//! worker owns its rows. State: the open rows (the windows not closed yet) and the updates of
+//! worker owns its rows. State: the open rows (the windows not closed yet), indexed by their
+//! closing values so that a moving watermark visits only the rows it closes, and the updates of
 //! times not complete yet.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::arrow::array::{Array, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, TimeUnit};
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::AsCollection;
+use hashbrown::HashMap;
 use plan::ClosingColumn;
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use timely::container::CapacityContainerBuilder;
@@ -35,10 +37,66 @@ use timely::dataflow::operators::generic::Operator;
 use super::{codec, RenderError, RowCollection, Update};
 use crate::watermarks::SharedWatermarkLog;
 
-/// A row not closed yet: its multiplicity so far and its values in the closing columns.
-struct OpenRow {
-    diff: Diff,
-    closing_values: Vec<Option<i64>>,
+/// The rows not closed yet: each one's multiplicity so far, and, for each closing column, the
+/// rows by their value in it, so that a bound that moves visits only the rows it closes.
+/// A row that leaves (its multiplicity back to zero, or closed through another column) stays
+/// in the other columns' indexes until their bound passes it, and is skipped there.
+struct OpenRows {
+    diffs: HashMap<Row, Diff, foldhash::fast::RandomState>,
+    by_value: Vec<BTreeMap<i64, Vec<Row>>>,
+}
+
+impl OpenRows {
+    fn new(columns: usize) -> Self {
+        Self {
+            diffs: HashMap::default(),
+            by_value: vec![BTreeMap::new(); columns],
+        }
+    }
+
+    /// Adds `diff` to open row `row`; whether it was open. (A row whose multiplicity is back
+    /// to zero stays open, with nothing to emit, until it closes.)
+    fn add(&mut self, row: &Row, diff: Diff) -> bool {
+        match self.diffs.get_mut(row) {
+            Some(state) => {
+                *state += diff;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens `row` with multiplicity `diff` and its closing columns' `values`.
+    fn open(&mut self, row: &Row, diff: Diff, values: &[Option<i64>]) {
+        for (index, value) in self.by_value.iter_mut().zip(values) {
+            if let Some(value) = value {
+                index.entry(*value).or_default().push(row.clone());
+            }
+        }
+        self.diffs.insert(row.clone(), diff);
+    }
+
+    /// Takes out the rows that `bounds` close and `previous` did not, each with its
+    /// multiplicity (none of those back to zero).
+    fn close(&mut self, previous: &[Option<i64>], bounds: &[Option<i64>]) -> Vec<(Row, Diff)> {
+        let mut closed = Vec::new();
+        for ((index, before), bound) in self.by_value.iter_mut().zip(previous).zip(bounds) {
+            let Some(bound) = *bound else {
+                continue;
+            };
+            if before.is_some_and(|before| before >= bound) {
+                continue;
+            }
+            let open = index.split_off(&bound);
+            for row in std::mem::replace(index, open).into_values().flatten() {
+                match self.diffs.remove(&row) {
+                    Some(0) | None => {}
+                    Some(diff) => closed.push((row, diff)),
+                }
+            }
+        }
+        closed
+    }
 }
 
 /// The closing columns and the watermarks that bound them.
@@ -155,7 +213,7 @@ pub(crate) fn render<'s>(
             },
             move |capability, _| {
                 let mut held = Some(capability);
-                let mut open: HashMap<Row, OpenRow> = HashMap::new();
+                let mut open = OpenRows::new(closing.columns.len());
                 let mut pending: BTreeMap<Timestamp, Vec<(Row, Diff)>> = BTreeMap::new();
                 let mut bounds: Vec<Option<i64>> = vec![None; closing.columns.len()];
                 move |(input, frontier), output| {
@@ -180,60 +238,55 @@ pub(crate) fn render<'s>(
                         let updates = pending.remove(&time).unwrap_or_default();
                         let at = capability.delayed(&time);
                         let mut session = output.session(&at);
-                        let fresh: Vec<&Row> = updates
-                            .iter()
-                            .map(|(row, _)| row)
-                            .filter(|row| !open.contains_key(*row))
+                        // The closing values of the rows not open before this time
+                        // (decoded together), by their place among the updates.
+                        let fresh: Vec<usize> = (0..updates.len())
+                            .filter(|&i| !open.diffs.contains_key(&updates[i].0))
                             .collect();
-                        let fresh_values = closing.values(&fresh);
-                        let mut fresh_values: HashMap<&Row, Vec<Option<i64>>> =
-                            fresh.iter().copied().zip(fresh_values).collect();
-                        for (row, diff) in &updates {
-                            if let Some(state) = open.get_mut(row) {
-                                state.diff += diff;
-                            } else {
-                                let Some(values) = fresh_values.remove(row) else {
-                                    continue;
-                                };
-                                if is_closed(&values, &bounds) {
-                                    continue;
+                        let fresh_rows: Vec<&Row> = fresh.iter().map(|&i| &updates[i].0).collect();
+                        let mut fresh_values = fresh.into_iter().zip(closing.values(&fresh_rows));
+                        let mut next_fresh = fresh_values.next();
+                        for (index, (row, diff)) in updates.into_iter().enumerate() {
+                            let values = match next_fresh.take_if(|(i, _)| *i == index) {
+                                Some((_, values)) => {
+                                    next_fresh = fresh_values.next();
+                                    Some(values)
                                 }
-                                open.insert(
-                                    row.clone(),
-                                    OpenRow {
-                                        diff: *diff,
-                                        closing_values: values,
-                                    },
-                                );
+                                None => None,
+                            };
+                            if !open.add(&row, diff) {
+                                // Not open: new at this time (unless it closed already).
+                                match values {
+                                    Some(values) if !is_closed(&values, &bounds) => {
+                                        open.open(&row, diff, &values);
+                                    }
+                                    _ => continue,
+                                }
                             }
                             if mode == CloseMode::Forget {
-                                session.give((row.clone(), time, *diff));
+                                session.give((row, time, diff));
                             }
                         }
                         drop(session);
                         let now = closing.bounds_at(time);
-                        let moved = now != bounds;
+                        let closed = open.close(&bounds, &now);
                         bounds = now;
+                        if closed.is_empty() {
+                            continue;
+                        }
                         let closed_at = match mode {
                             CloseMode::Emit => time,
                             CloseMode::Forget => time.saturating_add(1),
                         };
                         let at = capability.delayed(&closed_at);
                         let mut session = output.session(&at);
-                        open.retain(|row, state| {
-                            if state.diff == 0 {
-                                return false;
-                            }
-                            if !moved || !is_closed(&state.closing_values, &bounds) {
-                                return true;
-                            }
+                        for (row, diff) in closed {
                             let diff = match mode {
-                                CloseMode::Emit => state.diff,
-                                CloseMode::Forget => -state.diff,
+                                CloseMode::Emit => diff,
+                                CloseMode::Forget => -diff,
                             };
-                            session.give((row.clone(), closed_at, diff));
-                            false
-                        });
+                            session.give((row, closed_at, diff));
+                        }
                     }
                     match upper {
                         Some(upper) => {
