@@ -1,6 +1,6 @@
 //! One timely worker: applies the controller's commands and steps its dataflows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,6 +214,7 @@ impl<'w> ComputeWorker<'w> {
                 streams,
                 stream_readers: &mut stream_readers,
                 stream_collections: BTreeMap::new(),
+                rendered: HashMap::new(),
                 dataflow: desc.id,
                 errors,
                 watermark_logs: &mut watermark_logs,
@@ -279,6 +280,7 @@ impl<'w> ComputeWorker<'w> {
                     streams,
                     stream_readers: &mut stream_readers,
                     stream_collections: BTreeMap::new(),
+                    rendered: HashMap::new(),
                     dataflow: desc.id,
                     errors,
                     watermark_logs: &mut watermark_logs,

@@ -20,7 +20,7 @@ mod unnest;
 mod window;
 mod window_close;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::input::InputSession;
@@ -82,6 +82,10 @@ pub(crate) struct RenderContext<'s, 'a> {
     pub stream_readers: &'a mut BTreeMap<GlobalId, InputSession<Timestamp, Row, Diff>>,
     /// The collections of those inputs, so a stream read twice is fed once.
     pub stream_collections: BTreeMap<GlobalId, RowCollection<'s>>,
+    /// The collection of each subplan rendered so far, by the subplan's full description: a
+    /// subplan the plan holds twice (a subquery written twice, as in Nexmark q5) is rendered
+    /// once and its collection read by both consumers.
+    pub rendered: HashMap<String, RowCollection<'s>>,
     pub dataflow: GlobalId,
     pub errors: DataflowErrors,
     /// The watermark logs this dataflow's operators keep, with their sources, to register
@@ -90,8 +94,25 @@ pub(crate) struct RenderContext<'s, 'a> {
 }
 
 impl<'s> RenderContext<'s, '_> {
-    /// Renders `plan` into a collection of its rows.
+    /// Renders `plan` into a collection of its rows, or returns the collection of an equal
+    /// subplan rendered before.
     pub fn render(&mut self, plan: &Plan) -> Result<RowCollection<'s>, RenderError> {
+        if matches!(plan, Plan::Get { .. } | Plan::Constant { .. }) {
+            return self.render_operator(plan);
+        }
+        // Two plans with the same description compute the same rows: every field of a plan,
+        // its expressions included, is in its `Debug` form.
+        let description = format!("{plan:?}");
+        if let Some(rows) = self.rendered.get(&description) {
+            return Ok(rows.clone());
+        }
+        let rows = self.render_operator(plan)?;
+        self.rendered.insert(description, rows.clone());
+        Ok(rows)
+    }
+
+    /// Renders the operator at the root of `plan` over its inputs.
+    fn render_operator(&mut self, plan: &Plan) -> Result<RowCollection<'s>, RenderError> {
         match plan {
             Plan::Get { id, .. } => self.import(*id),
             Plan::Constant { rows, .. } => Ok(constant::render(self.scope, rows)),
