@@ -134,22 +134,30 @@ impl TableWatermarks {
             .collect()
     }
 
-    /// The least watermark of `tables` (the tables a CDC source feeds) over those that
-    /// declare one and have had rows within `idle_timeout` of `now`: the least of them all
-    /// when every one is idle. `None` while one of them has no watermark yet.
-    pub fn least(&self, tables: &[GlobalId], idle_timeout: Duration, now: Instant) -> Option<i64> {
+    /// The watermark of a source that feeds `tables` (CDC), as an idle partition's is kept:
+    /// the least of theirs over the tables that declare one and have had rows within
+    /// `idle_timeout` of `now` (`None` while one of those has no watermark yet); when every
+    /// one is idle, none holds it back: the most advanced one's.
+    pub fn source_watermark(
+        &self,
+        tables: &[GlobalId],
+        idle_timeout: Duration,
+        now: Instant,
+    ) -> Option<i64> {
         let clocks = self.lock();
         let declared: Vec<&TableClock> = tables.iter().filter_map(|id| clocks.get(id)).collect();
-        let active = declared.iter().filter(|clock| {
-            clock
-                .last_row_at
-                .is_some_and(|at| now.saturating_duration_since(at) < idle_timeout)
-        });
-        let counted: Vec<&&TableClock> = match active.clone().next() {
-            Some(_) => active.collect(),
-            None => declared.iter().collect(),
-        };
-        counted
+        let active: Vec<&&TableClock> = declared
+            .iter()
+            .filter(|clock| {
+                clock
+                    .last_row_at
+                    .is_some_and(|at| now.saturating_duration_since(at) < idle_timeout)
+            })
+            .collect();
+        if active.is_empty() {
+            return declared.iter().filter_map(|c| c.tracker.watermark()).max();
+        }
+        active
             .iter()
             .map(|clock| clock.tracker.watermark())
             .collect::<Option<Vec<i64>>>()?

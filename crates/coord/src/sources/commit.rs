@@ -200,11 +200,11 @@ impl Coordinator {
         }
         let late_rows = late.as_ref().map_or(0, |late| late.num_rows() as u64) + table_late_rows;
         // A source that feeds tables (CDC) has the least of their watermarks.
-        let least = self
+        let combined = self
             .table_watermarks
-            .least(&wiring.outputs[1..], wiring.idle_timeout, Instant::now())
-            .filter(|least| self.sources.watermark(id).is_none_or(|w| *least > w));
-        commit.watermarks.extend(least.map(|w| (id, w)));
+            .source_watermark(&wiring.outputs[1..], wiring.idle_timeout, Instant::now())
+            .filter(|combined| self.sources.watermark(id).is_none_or(|w| *combined > w));
+        commit.watermarks.extend(combined.map(|w| (id, w)));
         if let Some(late) = late {
             for target in std::iter::once(LATE_EVENTS).chain(wiring.late_table) {
                 if let Some(codecs) = codecs.get(&target) {
