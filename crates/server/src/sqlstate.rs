@@ -61,6 +61,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::OutOfRange(_) => "22003",
         SqlError::StringTooLong(_) => "22001",
         SqlError::DateTimeOutOfRange(_) => "22008",
+        SqlError::InvalidDateTime(_) => "22007",
         SqlError::TypeMismatch(_) => "42804",
         SqlError::InconsistentParameterType { .. } => "42P08",
         SqlError::GroupingError(_) => "42803",

@@ -47,6 +47,9 @@ pub enum SqlError {
     /// A date or time whose fields are out of range (February 30th).
     #[error("date/time field value out of range: {0}")]
     DateTimeOutOfRange(String),
+    /// Text that is not a date, time, timestamp or interval at all.
+    #[error("{0}")]
+    InvalidDateTime(String),
     /// A string longer than its column's declared length.
     #[error("{0}")]
     StringTooLong(String),
@@ -137,13 +140,15 @@ fn classify_datafusion(e: DataFusionError) -> SqlError {
 }
 
 fn classify_arrow(e: &ArrowError) -> SqlError {
+    if let ArrowError::CastError(m) | ArrowError::ParseError(m) = e {
+        if let Some(error) = datetime_input_error(m) {
+            return error;
+        }
+    }
     match e {
         ArrowError::DivideByZero => SqlError::DivisionByZero,
         ArrowError::CastError(m) if m.contains("Can't cast value") => {
             SqlError::OutOfRange(m.clone())
-        }
-        ArrowError::CastError(m) if m.contains("to value of Date32") && looks_like_a_date(m) => {
-            SqlError::DateTimeOutOfRange(m.clone())
         }
         ArrowError::CastError(m) | ArrowError::ParseError(m) => SqlError::InvalidValue(m.clone()),
         ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
@@ -157,24 +162,71 @@ fn classify_arrow(e: &ArrowError) -> SqlError {
     }
 }
 
-/// Whether the quoted value in a cast error has the shape `YYYY-MM-DD` (so the failure is a
-/// field out of range, not malformed text).
-fn looks_like_a_date(message: &str) -> bool {
-    let Some(value) = message.split('\'').nth(1) else {
-        return false;
+/// Arrow's failure to read text as a date, time or timestamp, as PostgreSQL reports it: text
+/// shaped like one whose fields are out of range (`2026-02-30`, `25:00`) is 22008, anything
+/// else (and text that is no interval) 22007 (`invalid input syntax for type date: "soon"`).
+/// `None` for other errors.
+fn datetime_input_error(message: &str) -> Option<SqlError> {
+    if let Some(rest) = message.strip_prefix("Invalid input syntax for type interval") {
+        return Some(SqlError::InvalidDateTime(format!(
+            "invalid input syntax for type interval{rest}"
+        )));
+    }
+    let (type_name, value) =
+        if let Some(rest) = message.strip_prefix("Error parsing timestamp from '") {
+            ("timestamp", rest.split_once('\'')?.0)
+        } else {
+            let rest = message.strip_prefix("Cannot cast string '")?;
+            let (value, target) = rest.rsplit_once("' to value of ")?;
+            let type_name = match target {
+                t if t.starts_with("Date") => "date",
+                t if t.starts_with("Time32") || t.starts_with("Time64") => "time",
+                t if t.starts_with("Timestamp") => "timestamp",
+                _ => return None,
+            };
+            (type_name, value)
+        };
+    Some(if shaped_like_a_datetime(value) {
+        SqlError::DateTimeOutOfRange(format!("\"{value}\""))
+    } else {
+        SqlError::InvalidDateTime(format!(
+            "invalid input syntax for type {type_name}: \"{value}\""
+        ))
+    })
+}
+
+/// Whether `value` is digits in the shape of a date (`YYYY-MM-DD`), a time (`HH:MM[:SS[.f]]`)
+/// or both, so that a failure to read it is a field out of range, not malformed text.
+fn shaped_like_a_datetime(value: &str) -> bool {
+    let digits = |part: &str, lengths: &[usize]| {
+        lengths.contains(&part.len()) && part.chars().all(|c| c.is_ascii_digit())
     };
-    let parts: Vec<&str> = value.split('-').collect();
-    parts.len() == 3
-        && parts[0].len() == 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    let date = |text: &str| {
+        let parts: Vec<&str> = text.split('-').collect();
+        parts.len() == 3
+            && digits(parts[0], &[4])
+            && digits(parts[1], &[1, 2])
+            && digits(parts[2], &[1, 2])
+    };
+    let time = |text: &str| {
+        let (clock, fraction) = text.split_once('.').unwrap_or((text, "0"));
+        let parts: Vec<&str> = clock.split(':').collect();
+        (2..=3).contains(&parts.len())
+            && parts.iter().all(|p| digits(p, &[1, 2]))
+            && fraction.chars().all(|c| c.is_ascii_digit())
+    };
+    match value.trim().split_once([' ', 'T']) {
+        Some((day, clock)) => date(day) && time(clock),
+        None => date(value.trim()) || time(value.trim()),
+    }
 }
 
 fn classify_message(message: &str) -> SqlError {
     let lower = message.to_lowercase();
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         SqlError::DivisionByZero
+    } else if let Some(error) = datetime_input_error(message) {
+        error
     } else if lower.contains("non-boolean predicate") {
         SqlError::TypeMismatch(message.to_string())
     } else if lower.contains("aggregate functions are not allowed") {
