@@ -100,8 +100,12 @@ impl Groups {
     }
 }
 
-/// The accumulations of the times not complete yet, each with the capability to emit at it.
-type PendingTimes = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<(Row, Accumulation)>)>;
+/// One update of a group's accumulation.
+type AccumulationUpdate = ((Row, ()), Timestamp, Accumulation);
+
+/// The accumulations of the times not complete yet, each with the capability to emit at it,
+/// in the containers they arrived in (a container of one time is kept whole, not copied).
+type PendingTimes = BTreeMap<Timestamp, (Capability<Timestamp>, Vec<Vec<AccumulationUpdate>>)>;
 
 /// Maintains the total of every group of `updates`, emitting each group's row: its key, then
 /// the aggregates `finish` makes from its total. `finish` takes the non-zero totals that
@@ -129,12 +133,24 @@ where
                         let Some(capability) = capability.retain_least(0) else {
                             return;
                         };
-                        for ((key, ()), time, accumulation) in data.drain(..) {
+                        let mut by_time: BTreeMap<Timestamp, Vec<AccumulationUpdate>> =
+                            BTreeMap::new();
+                        match data.first().map(|(_, time, _)| *time) {
+                            Some(first) if data.iter().all(|(_, time, _)| *time == first) => {
+                                by_time.insert(first, std::mem::take(data));
+                            }
+                            _ => {
+                                for update in data.drain(..) {
+                                    by_time.entry(update.1).or_default().push(update);
+                                }
+                            }
+                        }
+                        for (time, updates) in by_time {
                             pending
                                 .entry(time)
                                 .or_insert_with(|| (capability.delayed(&time), Vec::new()))
                                 .1
-                                .push((key, accumulation));
+                                .push(updates);
                         }
                     });
                     while let Some(entry) = pending.first_entry() {
@@ -145,7 +161,10 @@ where
                         let mut session = output.session(&capability);
                         let changed: Vec<usize> = changes
                             .into_iter()
-                            .filter_map(|(key, accumulation)| groups.add(key, accumulation, time))
+                            .flatten()
+                            .filter_map(|((key, ()), _, accumulation)| {
+                                groups.add(key, accumulation, time)
+                            })
                             .collect();
                         let mut aggregates =
                             finish_changed(&groups, &changed, &mut finish).into_iter();
