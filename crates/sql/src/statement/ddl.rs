@@ -198,11 +198,13 @@ impl CreateTableAs {
 }
 
 /// `create_table` (a `CREATE TABLE`'s text, as sqlparser prints it) with `element` added at
-/// the end of its column list.
+/// the end of its column list. (Text without one, which sqlparser never prints, gets the
+/// element in parentheses at its end: never dropped.)
 fn with_column_list_element(create_table: &str, element: &str) -> String {
+    let unlisted = || format!("{create_table} ({element})");
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, create_table).tokenize_with_location()
     else {
-        return create_table.to_string();
+        return unlisted();
     };
     let mut depth = 0usize;
     let mut empty = true;
@@ -224,7 +226,7 @@ fn with_column_list_element(create_table: &str, element: &str) -> String {
             _ => {}
         }
     }
-    create_table.to_string()
+    unlisted()
 }
 
 /// The byte offset in `text` of `location` (a line and a character, counted from 1).
