@@ -39,11 +39,13 @@ use crate::watermarks::SharedWatermarkLog;
 
 /// The rows not closed yet: each one's multiplicity so far, and, for each closing column, the
 /// rows by their value in it, so that a bound that moves visits only the rows it closes.
-/// A row that leaves (its multiplicity back to zero, or closed through another column) stays
-/// in the other columns' indexes until their bound passes it, and is skipped there.
+/// A row that leaves (its multiplicity back to zero at the end of a time, or closed through
+/// another column) stays in the indexes until their bound passes it, and is skipped there.
 struct OpenRows {
     diffs: HashMap<Row, Diff, foldhash::fast::RandomState>,
     by_value: Vec<BTreeMap<i64, Vec<Row>>>,
+    /// The rows whose multiplicity went back to zero during the time being finished.
+    zeroed: Vec<Row>,
 }
 
 impl OpenRows {
@@ -51,18 +53,30 @@ impl OpenRows {
         Self {
             diffs: HashMap::default(),
             by_value: vec![BTreeMap::new(); columns],
+            zeroed: Vec::new(),
         }
     }
 
-    /// Adds `diff` to open row `row`; whether it was open. (A row whose multiplicity is back
-    /// to zero stays open, with nothing to emit, until it closes.)
+    /// Adds `diff` to open row `row`; whether it was open.
     fn add(&mut self, row: &Row, diff: Diff) -> bool {
         match self.diffs.get_mut(row) {
             Some(state) => {
                 *state += diff;
+                if *state == 0 {
+                    self.zeroed.push(row.clone());
+                }
                 true
             }
             None => false,
+        }
+    }
+
+    /// Forgets the rows whose multiplicity is zero at the end of a time.
+    fn forget_zeroed(&mut self) {
+        for row in std::mem::take(&mut self.zeroed) {
+            if self.diffs.get(&row) == Some(&0) {
+                self.diffs.remove(&row);
+            }
         }
     }
 
@@ -268,6 +282,7 @@ pub(crate) fn render<'s>(
                             }
                         }
                         drop(session);
+                        open.forget_zeroed();
                         let now = closing.bounds_at(time);
                         let closed = open.close(&bounds, &now);
                         bounds = now;
