@@ -152,6 +152,23 @@ fn read_values<C>(
     for<'a> C::TimeGat<'a>: std::ops::Deref<Target = Timestamp>,
     for<'a> C::DiffGat<'a>: std::ops::Deref<Target = Diff>,
 {
+    values_at(cursor, storage, time, |value, count| {
+        rows.push((layout.row(key, value).to_row(), count))
+    });
+}
+
+/// Steps through the values stored under the cursor's current key, calling `each` with every
+/// one whose multiplicity at `time` (the diffs of its updates at times `<= time`) is not zero.
+pub(crate) fn values_at<'s, C>(
+    cursor: &mut C,
+    storage: &'s C::Storage,
+    time: Timestamp,
+    mut each: impl FnMut(RowRef<'s>, Diff),
+) where
+    C: for<'a> Cursor<Key<'a> = RowRef<'a>, Val<'a> = RowRef<'a>, Time = Timestamp, Diff = Diff>,
+    for<'a> C::TimeGat<'a>: std::ops::Deref<Target = Timestamp>,
+    for<'a> C::DiffGat<'a>: std::ops::Deref<Target = Diff>,
+{
     while let Some(value) = cursor.get_val(storage) {
         let mut count: Diff = 0;
         cursor.map_times(storage, |t, d| {
@@ -160,7 +177,7 @@ fn read_values<C>(
             }
         });
         if count != 0 {
-            rows.push((layout.row(key, value).to_row(), count));
+            each(value, count);
         }
         cursor.step_val(storage);
     }

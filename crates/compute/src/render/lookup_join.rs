@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use differential_dataflow::hashable::Hashable;
-use differential_dataflow::trace::cursor::Navigable;
+use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::{Cursor, TraceReader};
 use differential_dataflow::AsCollection;
 use plan::JoinKind;
@@ -23,12 +23,12 @@ use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
 use timely::progress::Antichain;
-use timely::PartialOrder;
 
 use super::join::{JoinSides, KeyedRows, KeyedSides};
 use super::{RenderError, RowCollection};
 use crate::arrangement::{RowBatcher, RowSpine};
 use crate::errors::DataflowErrors;
+use crate::peek::values_at;
 use crate::row_container::RowRef;
 
 /// Left updates waiting for the right side to be complete through their time.
@@ -116,13 +116,25 @@ fn look_up<'s>(
                         .collect();
                     if !ready.is_empty() {
                         let spine = trace.batches_through(complete.borrow()).unwrap_or_default();
+                        let (mut cursor, storage) = cursor_list(spine);
                         for time in ready {
-                            let Some((capability, updates)) = waiting.remove(&time) else {
+                            let Some((capability, mut updates)) = waiting.remove(&time) else {
                                 continue;
                             };
+                            // In key order, so that one pass of the cursor finds every key.
+                            updates.sort_by(|((a, _), _), ((b, _), _)| a.cmp(b));
+                            cursor.rewind_keys(&storage);
                             let mut session = output.session(&capability);
                             for ((key, row), diff) in updates {
-                                let matches = rows_at(&spine, &key, time);
+                                let mut matches = Vec::new();
+                                let key = RowRef::from(&key);
+                                cursor.seek_key(&storage, key);
+                                if cursor.get_key(&storage) == Some(key) {
+                                    cursor.rewind_vals(&storage);
+                                    values_at(&mut cursor, &storage, time, |value, count| {
+                                        matches.push((value.to_row(), count))
+                                    });
+                                }
                                 match &output_kind {
                                     Output::Matched if !matches.is_empty() => {
                                         session.give((row, time, diff))
@@ -154,39 +166,4 @@ fn look_up<'s>(
             },
         )
         .as_collection()
-}
-
-/// The rows of `key` in `batches`, accumulated at `time`, with their multiplicities.
-fn rows_at<B>(batches: &[B], key: &Row, time: Timestamp) -> Vec<(Row, Diff)>
-where
-    B: Navigable,
-    B::Cursor: for<'a> Cursor<
-        Storage = B,
-        Key<'a> = RowRef<'a>,
-        Val<'a> = RowRef<'a>,
-        Time = Timestamp,
-        Diff = Diff,
-    >,
-{
-    let mut found: BTreeMap<Row, Diff> = BTreeMap::new();
-    for batch in batches {
-        let mut cursor = batch.cursor();
-        cursor.seek_key(batch, RowRef::from(key));
-        if cursor.get_key(batch) != Some(RowRef::from(key)) {
-            continue;
-        }
-        while let Some(value) = cursor.get_val(batch) {
-            let mut count = 0;
-            cursor.map_times(batch, |t, d| {
-                if B::Cursor::owned_time(t).less_equal(&time) {
-                    count += B::Cursor::owned_diff(d);
-                }
-            });
-            if count != 0 {
-                *found.entry(value.to_row()).or_default() += count;
-            }
-            cursor.step_val(batch);
-        }
-    }
-    found.into_iter().filter(|(_, count)| *count != 0).collect()
 }
