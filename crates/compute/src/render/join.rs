@@ -251,6 +251,25 @@ pub(crate) struct JoinSides<'p> {
     pub key_schema: &'p SchemaRef,
 }
 
+impl<'p> JoinSides<'p> {
+    /// The sides of a join of `left` and `right` on `left_key = right_key` (rows of
+    /// `key_schema`).
+    pub fn of(
+        left: &'p Plan,
+        right: &'p Plan,
+        (left_key, right_key): (&'p [ScalarExpr], &'p [ScalarExpr]),
+        key_schema: &'p SchemaRef,
+    ) -> Self {
+        Self {
+            left_schema: left.schema(),
+            right_schema: right.schema(),
+            left_key,
+            right_key,
+            key_schema,
+        }
+    }
+}
+
 /// Both sides keyed (NULL keys match nothing), and the right side's NULL row.
 pub(super) struct KeyedSides<'s> {
     pub left: KeyedRows<'s>,

@@ -163,16 +163,9 @@ impl<'s> RenderContext<'s, '_> {
                 matches,
                 ..
             } => {
-                let left_rows = self.render(left)?;
-                let right_rows = self.render(right)?;
+                let (left_rows, right_rows) = (self.render(left)?, self.render(right)?);
                 let spec = asof_join::AsOfSpec {
-                    sides: join::JoinSides {
-                        left_schema: left.schema(),
-                        right_schema: right.schema(),
-                        left_key,
-                        right_key,
-                        key_schema,
-                    },
+                    sides: join::JoinSides::of(left, right, (left_key, right_key), key_schema),
                     outer: *outer,
                     left_time,
                     right_time,
@@ -190,16 +183,9 @@ impl<'s> RenderContext<'s, '_> {
                 key_schema,
                 ..
             } => {
-                let left_rows = self.render(left)?;
-                let right_rows = self.render(right)?;
+                let (left_rows, right_rows) = (self.render(left)?, self.render(right)?);
                 let spec = lookup_join::LookupSpec {
-                    sides: join::JoinSides {
-                        left_schema: left.schema(),
-                        right_schema: right.schema(),
-                        left_key,
-                        right_key,
-                        key_schema,
-                    },
+                    sides: join::JoinSides::of(left, right, (left_key, right_key), key_schema),
                     kind: *kind,
                 };
                 let errors = (self.dataflow, self.errors.clone());
