@@ -252,22 +252,18 @@ pub(crate) fn render<'s>(
                         let updates = pending.remove(&time).unwrap_or_default();
                         let at = capability.delayed(&time);
                         let mut session = output.session(&at);
-                        // The closing values of the rows not open before this time
-                        // (decoded together), by their place among the updates.
+                        // The closing values of the rows not open before this time,
+                        // decoded together, beside their updates.
                         let fresh: Vec<usize> = (0..updates.len())
                             .filter(|&i| !open.diffs.contains_key(&updates[i].0))
                             .collect();
                         let fresh_rows: Vec<&Row> = fresh.iter().map(|&i| &updates[i].0).collect();
-                        let mut fresh_values = fresh.into_iter().zip(closing.values(&fresh_rows));
-                        let mut next_fresh = fresh_values.next();
-                        for (index, (row, diff)) in updates.into_iter().enumerate() {
-                            let values = match next_fresh.take_if(|(i, _)| *i == index) {
-                                Some((_, values)) => {
-                                    next_fresh = fresh_values.next();
-                                    Some(values)
-                                }
-                                None => None,
-                            };
+                        let mut values = vec![None; updates.len()];
+                        for (i, fresh_values) in fresh.into_iter().zip(closing.values(&fresh_rows))
+                        {
+                            values[i] = Some(fresh_values);
+                        }
+                        for ((row, diff), values) in updates.into_iter().zip(values) {
                             if !open.add(&row, diff) {
                                 // Not open: new at this time (unless it closed already).
                                 match values {
