@@ -86,7 +86,8 @@ pub struct RelationTable {
     pub lookups: Vec<KeyedArrangement>,
     /// The unique indexes every write is checked against.
     pub unique_keys: Vec<UniqueKey>,
-    /// The column of its `WATERMARK`: its rows' event time (sources that declare one).
+    /// The column of its `WATERMARK`: its rows' event time (sources and tables that declare
+    /// one).
     pub event_time: Option<String>,
     /// Rows are only ever appended to it (a source without a key: a stream).
     pub append_only: bool,

@@ -129,6 +129,18 @@ impl Coordinator {
             let Some(codecs) = codecs.get(&table) else {
                 continue;
             };
+            // The tables a source feeds (outputs after its own) may declare watermarks.
+            let observe =
+                |commit: &mut CommitBatch, rows: &RecordBatch, diffs: &[Diff]| match output {
+                    0 => Ok(0),
+                    _ => self.observe_event_time(
+                        commit,
+                        table,
+                        &codecs.name,
+                        (rows, diffs),
+                        wiring.late_table,
+                    ),
+                };
             let append_only = codecs.key.is_none()
                 && output_changes
                     .iter()
@@ -152,16 +164,7 @@ impl Coordinator {
                 let rows = concat_batches(&first.schema(), &inserted)
                     .map_err(|e| CoordError::Internal(e.to_string()))?;
                 bytes += rows.get_array_memory_size() as u64;
-                if output > 0 {
-                    let diffs = vec![1; rows.num_rows()];
-                    table_late_rows += self.observe_event_time(
-                        &mut commit,
-                        table,
-                        &codecs.name,
-                        (&rows, &diffs),
-                        wiring.late_table,
-                    )?;
-                }
+                table_late_rows += observe(&mut commit, &rows, &vec![1; rows.num_rows()])?;
                 self.add_insert(&mut commit, table, codecs, rows)?;
                 continue;
             }
@@ -172,15 +175,7 @@ impl Coordinator {
             let decoded = codecs.decode(&updates)?;
             bytes += decoded.get_array_memory_size() as u64;
             let diffs: Vec<Diff> = updates.iter().map(|(_, d)| *d).collect();
-            if output > 0 {
-                table_late_rows += self.observe_event_time(
-                    &mut commit,
-                    table,
-                    &codecs.name,
-                    (&decoded, &diffs),
-                    wiring.late_table,
-                )?;
-            }
+            table_late_rows += observe(&mut commit, &decoded, &diffs)?;
             commit.arranged.push(ArrangedChange {
                 id: table,
                 diffs,

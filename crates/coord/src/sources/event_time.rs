@@ -14,7 +14,7 @@ use pipelines::{
     late_event_rows, WatermarkTracker, DEFAULT_IDLE_TIMEOUT, IDLE_TIMEOUT_OPTION, LATE_TABLE_OPTION,
 };
 use repr::{GlobalId, ItemKind};
-use sql::{CreateSource, SqlError, Statement, WatermarkSpec};
+use sql::{CreateSource, SqlError, WatermarkSpec};
 use system_catalog::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 
 use crate::coordinator::Coordinator;
@@ -58,22 +58,13 @@ impl Coordinator {
     /// The column of source or table `id` its watermark is declared on; `None` if `id` is
     /// not a source or table with a watermark.
     pub(crate) fn watermark_column(&self, id: GlobalId) -> Option<usize> {
-        let create_sql = {
-            let catalog = crate::catalog::read(&self.catalog);
-            let item = catalog
-                .get(id)
-                .filter(|i| matches!(i.kind, ItemKind::Source | ItemKind::Table))?;
-            item.create_sql.clone()
-        };
-        let spec = match sql::parse(&create_sql).ok()?.pop()? {
-            Statement::CreateSource(create) => create.watermark(&self.base_state),
-            Statement::CreateTable(create) => create.watermark(&self.base_state),
-            Statement::CreateTableFromSource(from) => from.table.watermark(&self.base_state),
-            _ => return None,
-        };
-        let spec = spec.ok()??;
-        let codecs = self.table_codecs.read().unwrap_or_else(|p| p.into_inner());
-        codecs.get(&id)?.schema.index_of(&spec.column).ok()
+        let catalog = crate::catalog::read(&self.catalog);
+        let item = catalog
+            .get(id)
+            .filter(|i| matches!(i.kind, ItemKind::Source | ItemKind::Table))?;
+        let relation = item.relation()?;
+        let column = relation.event_time.as_deref()?;
+        relation.desc.schema.index_of(column).ok()
     }
 
     /// The watermark of every source and table that has one, as visible now.
