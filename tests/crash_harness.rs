@@ -227,11 +227,7 @@ async fn every_consumer_gets_every_change_once_through_random_kills() {
         net("the file sink", &file_changes(out.path()))
     })
     .await;
-    let (target, connection) =
-        tokio_postgres::connect(&pg.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to the sink's PostgreSQL");
-    tokio::spawn(connection);
+    let target = pg.connect().await;
     converge("the postgres sink", &expected, PATIENCE, || {
         sorted_rows(&target, "SELECT bucket, n, total FROM counts_copy")
     })

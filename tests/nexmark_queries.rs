@@ -155,11 +155,7 @@ async fn nexmark_views_equal_postgres_over_the_same_events() {
     );
 
     let postgres_server = TestPostgres::start();
-    let (postgres, connection) =
-        tokio_postgres::connect(&postgres_server.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to PostgreSQL");
-    tokio::spawn(connection);
+    let postgres = postgres_server.connect().await;
     for table in &NEXMARK_TABLES {
         postgres
             .batch_execute(&format!("CREATE TABLE {} ({})", table.name, table.columns))
@@ -267,11 +263,7 @@ async fn window_close_views_hold_the_batch_answer_of_every_closed_window() {
         .expect("a watermark");
 
     let postgres_server = TestPostgres::start();
-    let (postgres, connection) =
-        tokio_postgres::connect(&postgres_server.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to PostgreSQL");
-    tokio::spawn(connection);
+    let postgres = postgres_server.connect().await;
     postgres
         .batch_execute(&format!("CREATE TABLE bid ({})", bid.columns))
         .await

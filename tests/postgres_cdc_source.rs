@@ -17,17 +17,6 @@ use support::TestServer;
 const ACCOUNTS: i32 = 100;
 const TOTAL: &str = "100000.00";
 
-async fn upstream(pg: &TestPostgres) -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(&pg.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to PostgreSQL");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
 fn create_source(pg: &TestPostgres) -> String {
     format!(
         "CREATE SOURCE pg WITH (connector = 'postgres-cdc', hostname = '127.0.0.1', \
@@ -85,7 +74,7 @@ async fn watch_total(client: &tokio_postgres::Client, until: Duration) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_transactions_land_whole_and_survive_a_crash() {
     let pg = TestPostgres::start();
-    let writer = upstream(&pg).await;
+    let writer = pg.connect().await;
     writer
         .batch_execute(&format!(
             "CREATE TABLE accounts (id int PRIMARY KEY, balance numeric(12,2) NOT NULL, note text);
@@ -130,7 +119,7 @@ async fn upstream_transactions_land_whole_and_survive_a_crash() {
     );
 
     let stop = Arc::new(AtomicBool::new(false));
-    let running = tokio::spawn(transfers(upstream(&pg).await, stop.clone()));
+    let running = tokio::spawn(transfers(pg.connect().await, stop.clone()));
     let reads_before = watch_total(&client, Duration::from_secs(4)).await;
     server.kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -190,7 +179,7 @@ async fn upstream_transactions_land_whole_and_survive_a_crash() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn types_map_exactly_and_a_table_can_join_a_running_source() {
     let pg = TestPostgres::start();
-    let writer = upstream(&pg).await;
+    let writer = pg.connect().await;
     writer
         .batch_execute(
             "CREATE TABLE first (id int PRIMARY KEY);
@@ -268,7 +257,7 @@ async fn types_map_exactly_and_a_table_can_join_a_running_source() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_upstream_table_has_its_watermark_and_the_source_the_least_of_theirs() {
     let pg = TestPostgres::start();
-    let writer = upstream(&pg).await;
+    let writer = pg.connect().await;
     writer
         .batch_execute(
             "CREATE TABLE orders (id int PRIMARY KEY, ts timestamp NOT NULL);

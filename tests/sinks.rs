@@ -137,22 +137,10 @@ async fn a_file_sink_writes_every_change_once_across_a_crash() {
     assert_eq!(gone, [Some("0".to_string())]);
 }
 
-/// A client of the throwaway PostgreSQL.
-async fn upstream(pg: &TestPostgres) -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(&pg.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to PostgreSQL");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_sink_upserts_the_view_exactly_across_a_crash() {
     let pg = TestPostgres::start();
-    let target = upstream(&pg).await;
+    let target = pg.connect().await;
     let dir = tempfile::tempdir().expect("a data directory");
     let mut server = TestServer::start_in(dir.path());
     let client = server.connect().await;

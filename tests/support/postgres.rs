@@ -84,6 +84,18 @@ impl TestPostgres {
         )
     }
 
+    /// A client connected to database `postgres` as user `postgres`.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to PostgreSQL");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
     /// The server's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
