@@ -1,7 +1,8 @@
 //! The differential oracle: random schemas, random views from the set issue 2 requires, and
 //! random streams of writes in small transactions. After every transaction, every materialized
 //! view Fluxion maintains must equal its query computed from scratch by DataFusion over the
-//! test's own model of the tables (never over rows read back from Fluxion).
+//! test's own model of the tables (never over rows read back from Fluxion), and the same view
+//! in a real PostgreSQL 15 given the same statements (`postgres.rs`).
 //!
 //! A case (all of it a function of its seed, see `case.rs`): 2–3 tables (`schema.rs`), a few
 //! views (`query.rs`, `subquery.rs`, `expr.rs`; some read earlier views), first rows inserted
@@ -33,6 +34,8 @@ mod expr;
 mod model;
 #[path = "differential_oracle/oracle.rs"]
 mod oracle;
+#[path = "differential_oracle/postgres.rs"]
+mod postgres;
 #[path = "differential_oracle/query.rs"]
 mod query;
 #[path = "differential_oracle/regressions.rs"]
@@ -52,7 +55,9 @@ use std::time::Instant;
 
 use case::{Case, CaseSize};
 use oracle::Oracle;
+use postgres::Postgres;
 use runner::{run_case, Tally};
+use support::postgres::TestPostgres;
 use support::TestServer;
 
 /// What to run, from the environment.
@@ -122,20 +127,35 @@ async fn random_views_equal_their_queries_recomputed_after_every_transaction() {
         settings.seeds.iter().copied().collect::<VecDeque<_>>(),
     ));
     let outcome = Arc::new(Mutex::new(Outcome::default()));
+    let postgres = Arc::new(
+        tokio::task::spawn_blocking(TestPostgres::start)
+            .await
+            .expect("starting PostgreSQL panicked"),
+    );
     let lanes: Vec<_> = (0..settings.lanes.min(settings.seeds.len()))
-        .map(|_| tokio::spawn(run_lane(settings.clone(), queue.clone(), outcome.clone())))
+        .map(|lane| {
+            tokio::spawn(run_lane(
+                lane,
+                settings.clone(),
+                queue.clone(),
+                outcome.clone(),
+                postgres.clone(),
+            ))
+        })
         .collect();
     for lane in lanes {
         lane.await.expect("a lane panicked");
     }
     let outcome = outcome.lock().unwrap();
     println!(
-        "differential oracle: {} cases, {} transactions, {} view comparisons ({} of an empty view, {} rows) in {:.1?}",
+        "differential oracle: {} cases, {} transactions, {} view comparisons ({} of an empty view, {} rows; {} also with PostgreSQL, {} only with it) in {:.1?}",
         outcome.cases,
         outcome.tally.transactions,
         outcome.tally.comparisons,
         outcome.tally.empty,
         outcome.tally.rows,
+        outcome.tally.postgres_comparisons,
+        outcome.tally.postgres_only,
         started.elapsed()
     );
     if !outcome.failures.is_empty() {
@@ -150,11 +170,14 @@ async fn random_views_equal_their_queries_recomputed_after_every_transaction() {
 /// Runs cases from `queue` one after another on one server, replacing the server after a
 /// failure so the next case starts clean.
 async fn run_lane(
+    lane: usize,
     settings: Arc<Settings>,
     queue: Arc<Mutex<VecDeque<u64>>>,
     outcome: Arc<Mutex<Outcome>>,
+    postgres_server: Arc<TestPostgres>,
 ) {
     let oracle = Oracle::new();
+    let postgres = Postgres::for_lane(&postgres_server, lane).await;
     let mut server = start_server().await;
     let mut client = server.connect().await;
     loop {
@@ -165,7 +188,7 @@ async fn run_lane(
             return;
         };
         let case = Case::generate(seed, settings.size);
-        let result = run_case(&case, &client, &oracle).await;
+        let result = run_case(&case, &client, &oracle, &postgres).await;
         let failed = {
             let mut shared = outcome.lock().unwrap();
             shared.cases += 1;
@@ -175,6 +198,8 @@ async fn run_lane(
                     shared.tally.comparisons += tally.comparisons;
                     shared.tally.rows += tally.rows;
                     shared.tally.empty += tally.empty;
+                    shared.tally.postgres_comparisons += tally.postgres_comparisons;
+                    shared.tally.postgres_only += tally.postgres_only;
                     false
                 }
                 Err(report) => {

@@ -20,6 +20,9 @@ pub struct ViewQuery {
     pub sql: String,
     /// The equivalent query the oracle runs.
     pub oracle_sql: String,
+    /// The query PostgreSQL runs: `sql`, except where it has no such construct (ASOF joins),
+    /// then the oracle's equivalent.
+    pub postgres_sql: String,
     /// The kind of each output column `o0, o1, …` (`None`: floating point, never referred
     /// to by another view).
     pub outputs: Vec<Option<Kind>>,
@@ -45,6 +48,8 @@ impl Output {
 pub(super) struct Query {
     pub(super) sql: String,
     pub(super) oracle_sql: Option<String>,
+    /// Whether PostgreSQL lacks a construct of `sql` and runs `oracle_sql` instead.
+    pub(super) is_beyond_postgres: bool,
     pub(super) outputs: Vec<Option<Kind>>,
 }
 
@@ -54,6 +59,7 @@ impl Query {
         Query {
             sql: format!("SELECT {}{rest}", aliased(outputs)),
             oracle_sql: None,
+            is_beyond_postgres: false,
             outputs: outputs.iter().map(|o| o.kind).collect(),
         }
     }
@@ -73,8 +79,14 @@ pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
         14..=15 => window_functions(rng, tables),
         _ => top_k(rng, tables),
     };
+    let oracle_sql = query.oracle_sql.unwrap_or_else(|| query.sql.clone());
     ViewQuery {
-        oracle_sql: query.oracle_sql.unwrap_or_else(|| query.sql.clone()),
+        postgres_sql: if query.is_beyond_postgres {
+            oracle_sql.clone()
+        } else {
+            query.sql.clone()
+        },
+        oracle_sql,
         sql: query.sql,
         outputs: query.outputs,
     }
@@ -281,6 +293,7 @@ fn asof_join_query(rng: &mut StdRng, tables: &[Table]) -> Query {
         right_time.name,
         right_time.name,
     );
+    query.is_beyond_postgres = true;
     query.oracle_sql = Some(if outer {
         format!(
             "{matched} UNION ALL SELECT {} FROM {} LEFT JOIN {} AS x1 ON false \
@@ -329,8 +342,9 @@ fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
         ),
         3 => Output {
             sql: format!("avg({})", expr(rng, scope, numeric_kind)),
-            // avg of integers is a double; of numerics, a numeric.
-            kind: (numeric_kind == Kind::Numeric).then_some(Kind::Numeric),
+            // avg of integers is a double; of numerics, a numeric with fewer fractional
+            // digits than PostgreSQL's (see docs/sql-compatibility.md): compared approximately.
+            kind: None,
         },
         4 => of(
             format!("min({})", expr(rng, scope, ordered_kind)),
@@ -381,7 +395,7 @@ fn distinct_aggregate(rng: &mut StdRng, scope: &Scope, numeric_kind: Kind) -> Ou
         ),
         _ => Output {
             sql: format!("avg(DISTINCT {}){filter}", expr(rng, scope, numeric_kind)),
-            kind: (numeric_kind == Kind::Numeric).then_some(Kind::Numeric),
+            kind: None,
         },
     }
 }
@@ -400,7 +414,11 @@ fn having(rng: &mut StdRng, scope: &Scope) -> String {
             column_or_literal(rng, scope, Kind::Int),
             literal(rng, Kind::Int)
         ),
-        _ => format!("min({}) IS NOT NULL", any_expr(rng, scope).sql),
+        // PostgreSQL has no min(boolean).
+        _ => {
+            let kind = *[Kind::Int, Kind::Numeric, Kind::Text].choose(rng).unwrap();
+            format!("min({}) IS NOT NULL", expr(rng, scope, kind))
+        }
     }
 }
 
@@ -518,6 +536,7 @@ fn set_operation(rng: &mut StdRng, tables: &[Table]) -> Query {
     Query {
         sql: arms.join(&format!(" {op} ")),
         oracle_sql: bag.then(|| bag_oracle_sql(op, &arms[0], &arms[1], signature.len())),
+        is_beyond_postgres: false,
         outputs: signature.into_iter().map(Some).collect(),
     }
 }
@@ -670,6 +689,7 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
     };
     Query {
         oracle_sql: base.oracle_sql.map(|q| wrap(&q, &function, top)),
+        is_beyond_postgres: base.is_beyond_postgres,
         sql: wrap(&base.sql, &function, top),
         outputs,
     }
@@ -714,6 +734,7 @@ fn top_k(rng: &mut StdRng, tables: &[Table]) -> Query {
     );
     Query {
         oracle_sql: query.oracle_sql.map(|q| q + &suffix),
+        is_beyond_postgres: query.is_beyond_postgres,
         sql: query.sql + &suffix,
         outputs: query.outputs,
     }

@@ -7,7 +7,9 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 use super::case::{Case, CaseSize};
 use super::compare::{differences, Cell, ColumnKind, ResultSet};
 use super::oracle::Oracle;
+use super::postgres::Postgres;
 use super::runner::run_case;
+use super::support::postgres::TestPostgres;
 use super::support::TestServer;
 
 /// Runs `statements`, then checks that `query` returns exactly `expected` (a multiset; each row
@@ -160,12 +162,14 @@ const FAILED_SEEDS: &[u64] = &[1006, 1051, 1055, 1062];
 #[tokio::test]
 async fn seeds_that_once_failed_pass() {
     let oracle = Oracle::new();
+    let postgres_server = TestPostgres::start();
+    let postgres = Postgres::for_lane(&postgres_server, 0).await;
     let mut reports = Vec::new();
     for &seed in FAILED_SEEDS {
         let server = TestServer::start();
         let client = server.connect().await;
         let case = Case::generate(seed, CaseSize::default());
-        if let Err(report) = run_case(&case, &client, &oracle).await {
+        if let Err(report) = run_case(&case, &client, &oracle, &postgres).await {
             reports.push(report);
         }
     }

@@ -1,5 +1,6 @@
-//! Running a case: the same statements go to Fluxion and to the model; after every
-//! transaction each view is read from Fluxion and compared with its query run by the oracle.
+//! Running a case: the same statements go to Fluxion, to the model and to PostgreSQL; after
+//! every transaction each view is read from Fluxion and compared with its query run by the
+//! oracle over the model, and with the same view read from PostgreSQL.
 //! A failure report carries the seed and every statement sent so far, ready to paste into psql.
 
 use std::fmt::Write as _;
@@ -11,6 +12,7 @@ use super::case::{Case, Ending, Transaction};
 use super::compare::{differences, format_rows, Cell, ResultSet};
 use super::model::Table;
 use super::oracle::Oracle;
+use super::postgres::{Failure, Postgres};
 use super::query::ViewQuery;
 use super::writes::Write;
 
@@ -28,6 +30,11 @@ pub struct Tally {
     pub rows: usize,
     /// Comparisons of an empty view (they prove less).
     pub empty: usize,
+    /// Comparisons with PostgreSQL (as many as `comparisons` unless PostgreSQL raised an
+    /// error for a row that Fluxion's views left out and counted in `view_errors`).
+    pub postgres_comparisons: usize,
+    /// Comparisons with PostgreSQL only (of views whose query the oracle cannot run).
+    pub postgres_only: usize,
 }
 
 /// A case run: the statements sent so far, for the failure report.
@@ -35,21 +42,35 @@ struct Run<'a> {
     case: &'a Case,
     client: &'a Client,
     oracle: &'a Oracle,
+    postgres: &'a Postgres,
+    /// The views whose queries the oracle cannot run: compared with PostgreSQL only.
+    beyond_oracle: Vec<usize>,
     script: Vec<String>,
     tally: Tally,
 }
 
 /// Runs `case` on `client` (a server with none of the case's objects) and drops what it
 /// created. The error is a complete failure report.
-pub async fn run_case(case: &Case, client: &Client, oracle: &Oracle) -> Result<Tally, String> {
+pub async fn run_case(
+    case: &Case,
+    client: &Client,
+    oracle: &Oracle,
+    postgres: &Postgres,
+) -> Result<Tally, String> {
     let mut run = Run {
         case,
         client,
         oracle,
+        postgres,
+        beyond_oracle: Vec::new(),
         script: Vec::new(),
         tally: Tally::default(),
     };
-    let result = run.run().await;
+    let result = match postgres.begin_case(case.seed).await {
+        Ok(()) => run.run().await,
+        Err(error) => Err(format!("PostgreSQL cannot start the case: {error}")),
+    };
+    postgres.end_case(case.seed).await;
     let views: Vec<String> = (0..case.views.len()).map(|i| format!("v{i}")).collect();
     oracle.unload(&views, &case.tables);
     match result {
@@ -85,11 +106,11 @@ impl Run<'_> {
                 .await?;
         }
         for i in (0..case.views.len()).rev() {
-            self.execute(&format!("DROP MATERIALIZED VIEW v{i}"), false)
+            self.execute_in_fluxion(&format!("DROP MATERIALIZED VIEW v{i}"), false)
                 .await?;
         }
         for table in &case.tables {
-            self.execute(&format!("DROP TABLE {}", table.name), false)
+            self.execute_in_fluxion(&format!("DROP TABLE {}", table.name), false)
                 .await?;
         }
         Ok(())
@@ -104,24 +125,35 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Creates the views in Fluxion and in the oracle, after checking the oracle can run them.
+    /// Creates the views in Fluxion, in PostgreSQL (as plain views) and in the oracle where
+    /// DataFusion can run their queries (it cannot run a few that PostgreSQL and Fluxion
+    /// accept, such as a comparison of two numerics of different precisions produced by
+    /// integer arithmetic on a `sum`); those are compared with PostgreSQL only.
     async fn create_views(&mut self) -> Result<(), String> {
         for (i, view) in self.case.views.iter().enumerate() {
-            if let Err(error) = self.oracle.run(&view.oracle_sql).await {
-                return Err(format!(
-                    "the generator made a query the oracle rejects (a test bug): {error}\n  {}",
-                    view.oracle_sql
-                ));
-            }
-            self.execute(
+            let is_beyond_oracle = self.oracle.run(&view.oracle_sql).await.is_err();
+            self.execute_in_fluxion(
                 &format!("CREATE MATERIALIZED VIEW v{i} AS {}", view.sql),
                 false,
             )
             .await?;
-            self.oracle
-                .create_view(&format!("v{i}"), &view.oracle_sql)
+            self.postgres
+                .execute(&format!("CREATE VIEW v{i} AS {}", view.postgres_sql))
                 .await
-                .map_err(|e| format!("the oracle cannot define v{i} (a test bug): {e}"))?;
+                .map_err(|e| {
+                    format!(
+                        "PostgreSQL rejects the query of v{i}, which Fluxion accepted: {e}\n  {}",
+                        view.postgres_sql
+                    )
+                })?;
+            if is_beyond_oracle {
+                self.beyond_oracle.push(i);
+            } else {
+                self.oracle
+                    .create_view(&format!("v{i}"), &view.oracle_sql)
+                    .await
+                    .map_err(|e| format!("the oracle cannot define v{i} (a test bug): {e}"))?;
+            }
         }
         Ok(())
     }
@@ -158,8 +190,16 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Runs one statement on Fluxion and records it in the script.
+    /// Runs one statement on Fluxion, then on PostgreSQL, which must accept it too.
     async fn execute(&mut self, sql: &str, is_extended: bool) -> Result<(), String> {
+        self.execute_in_fluxion(sql, is_extended).await?;
+        self.postgres.execute(sql).await.map_err(|e| {
+            format!("PostgreSQL failed the last statement, which Fluxion accepted: {e}")
+        })
+    }
+
+    /// Runs one statement on Fluxion and records it in the script.
+    async fn execute_in_fluxion(&mut self, sql: &str, is_extended: bool) -> Result<(), String> {
         self.script.push(format!("{sql};"));
         let outcome = if is_extended {
             tokio::time::timeout(STATEMENT_TIMEOUT, self.client.execute(sql, &[]))
@@ -183,31 +223,108 @@ impl Run<'_> {
     /// Compares every view with its query computed by the oracle.
     async fn compare_views(&mut self, moment: &str) -> Result<(), String> {
         for (i, view) in self.case.views.iter().enumerate() {
-            let expected = self
-                .oracle
-                .run(&view.oracle_sql)
-                .await
-                .map_err(|e| format!("the oracle failed on v{i} {moment}: {e}"))?;
             let actual = self.read_view(i).await?;
             self.tally.comparisons += 1;
-            self.tally.rows += expected.rows.len();
-            self.tally.empty += usize::from(expected.rows.is_empty());
-            let width = actual.first().map_or(expected.columns.len(), Vec::len);
-            let mismatch = if width != expected.columns.len() {
-                Some(format!(
-                    "v{i} has {width} columns, its query {}",
-                    expected.columns.len()
-                ))
+            self.tally.rows += actual.len();
+            self.tally.empty += usize::from(actual.is_empty());
+            if self.beyond_oracle.contains(&i) {
+                self.tally.postgres_only += 1;
             } else {
-                differences(&expected, &actual)
-            };
-            if let Some(mismatch) = mismatch {
-                return Err(mismatch_report(
-                    i, view, moment, &mismatch, &expected, &actual,
-                ));
+                self.compare_with_oracle(i, view, moment, &actual).await?;
             }
+            self.compare_with_postgres(i, view, moment, &actual).await?;
         }
         Ok(())
+    }
+
+    /// Compares view `i`, read from Fluxion as `actual`, with its query run by the oracle.
+    async fn compare_with_oracle(
+        &self,
+        i: usize,
+        view: &ViewQuery,
+        moment: &str,
+        actual: &[Vec<Cell>],
+    ) -> Result<(), String> {
+        let expected = self
+            .oracle
+            .run(&view.oracle_sql)
+            .await
+            .map_err(|e| format!("the oracle failed on v{i} {moment}: {e}"))?;
+        let width = actual.first().map_or(expected.columns.len(), Vec::len);
+        let mismatch = if width != expected.columns.len() {
+            Some(format!(
+                "v{i} has {width} columns, its query {}",
+                expected.columns.len()
+            ))
+        } else {
+            differences(&expected, actual)
+        };
+        match mismatch {
+            Some(mismatch) => Err(mismatch_report(
+                Reference::Oracle,
+                i,
+                view,
+                moment,
+                &mismatch,
+                &expected,
+                actual,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Compares view `i`, read from Fluxion as `actual`, with the same view read from
+    /// PostgreSQL. Where PostgreSQL raises an error for a row (a failed cast or division),
+    /// Fluxion must have left such a row out of its views and counted it in `view_errors`.
+    async fn compare_with_postgres(
+        &mut self,
+        i: usize,
+        view: &ViewQuery,
+        moment: &str,
+        actual: &[Vec<Cell>],
+    ) -> Result<(), String> {
+        let approximate: Vec<bool> = view.outputs.iter().map(Option::is_none).collect();
+        let expected = match self
+            .postgres
+            .rows(&format!("SELECT * FROM v{i}"), &approximate)
+            .await
+        {
+            Ok(expected) => expected,
+            Err(Failure::RowError(_)) if self.rows_left_out().await? > 0 => return Ok(()),
+            Err(failure) => {
+                return Err(format!(
+                    "PostgreSQL failed to read v{i} {moment}: {}\n  v{i}: {}",
+                    failure.message(),
+                    view.postgres_sql
+                ))
+            }
+        };
+        self.tally.postgres_comparisons += 1;
+        if let Some(mismatch) = differences(&expected, actual) {
+            return Err(mismatch_report(
+                Reference::Postgres,
+                i,
+                view,
+                moment,
+                &mismatch,
+                &expected,
+                actual,
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many rows Fluxion's views leave out because an expression failed for them.
+    async fn rows_left_out(&self) -> Result<i64, String> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT coalesce(sum(rows_left_out), 0)::bigint FROM fluxion_catalog.view_errors",
+                &[],
+            )
+            .await
+            .map_err(|e| format!("reading view_errors failed: {}", describe(&e)))?;
+        Ok(row.get(0))
     }
 
     /// `SELECT * FROM v{i}` as text rows.
@@ -243,8 +360,18 @@ impl Run<'_> {
     }
 }
 
+/// What a view was compared with.
+#[derive(Clone, Copy)]
+enum Reference {
+    /// The DataFusion oracle over the model.
+    Oracle,
+    /// The same view in PostgreSQL.
+    Postgres,
+}
+
 /// The text of a view mismatch.
 fn mismatch_report(
+    reference: Reference,
     index: usize,
     view: &ViewQuery,
     moment: &str,
@@ -252,13 +379,17 @@ fn mismatch_report(
     expected: &ResultSet,
     actual: &[Vec<Cell>],
 ) -> String {
-    let oracle_query = if view.oracle_sql == view.sql {
+    let (name, query) = match reference {
+        Reference::Oracle => ("the oracle", &view.oracle_sql),
+        Reference::Postgres => ("PostgreSQL", &view.postgres_sql),
+    };
+    let equivalent = if *query == view.sql {
         String::new()
     } else {
-        format!("  the oracle ran the equivalent: {}\n", view.oracle_sql)
+        format!("  {name} ran the equivalent: {query}\n")
     };
     format!(
-        "view v{index} differs from its query {moment}\n  v{index}: {}\n{oracle_query}{mismatch}expected (the oracle, {} rows):\n{}actual (Fluxion, {} rows):\n{}",
+        "view v{index} differs from its query as {name} computes it {moment}\n  v{index}: {}\n{equivalent}{mismatch}expected ({name}, {} rows):\n{}actual (Fluxion, {} rows):\n{}",
         view.sql,
         expected.rows.len(),
         format_rows(&expected.rows),

@@ -46,6 +46,7 @@ pub(super) fn subquery_filter(rng: &mut StdRng, tables: &[Table]) -> Query {
     Query {
         sql: query(&condition.sql),
         oracle_sql: condition.oracle_sql.as_deref().map(query),
+        is_beyond_postgres: false,
         outputs: outputs.iter().map(|o| o.kind).collect(),
     }
 }
