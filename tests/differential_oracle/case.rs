@@ -118,6 +118,7 @@ fn view_as_relation(name: &str, view: &ViewQuery) -> Option<Table> {
                 Kind::Numeric => SqlType::Numeric,
                 Kind::Text => SqlType::Text,
                 Kind::Bool => SqlType::Bool,
+                Kind::Timestamp => SqlType::Timestamp,
             };
             Some(Column {
                 name: format!("o{i}"),

@@ -1,8 +1,10 @@
 //! Random scalar expressions of a requested type over the columns in scope.
 //!
-//! Every expression is total on the value domains the schema generator uses: no division,
-//! no casts that can fail, arithmetic far from overflow. One function per construct; the
-//! depth bound keeps expressions readable in a failure report.
+//! Expressions are mostly total on the value domains the schema generator uses; rarely, an
+//! integer division (by zero for some rows) or a cast of text to an integer (which fails for
+//! most texts) makes a view's rows fail, which PostgreSQL raises and Fluxion's view leaves
+//! out and counts. Arithmetic stays far from overflow. One function per construct; the depth
+//! bound keeps expressions readable in a failure report.
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -22,6 +24,8 @@ pub enum Kind {
     Text,
     /// `boolean`.
     Bool,
+    /// `timestamp`.
+    Timestamp,
 }
 
 impl Kind {
@@ -32,6 +36,7 @@ impl Kind {
             SqlType::Numeric => Kind::Numeric,
             SqlType::Text => Kind::Text,
             SqlType::Bool => Kind::Bool,
+            SqlType::Timestamp => Kind::Timestamp,
         }
     }
 
@@ -42,6 +47,7 @@ impl Kind {
             Kind::Numeric => SqlType::Numeric,
             Kind::Text => SqlType::Text,
             Kind::Bool => SqlType::Bool,
+            Kind::Timestamp => SqlType::Timestamp,
         }
     }
 }
@@ -106,6 +112,7 @@ fn expr_at(rng: &mut StdRng, scope: &Scope, kind: Kind, depth: u32) -> String {
         Kind::Numeric => numeric_expr(rng, scope, depth),
         Kind::Text => text_expr(rng, scope, depth),
         Kind::Bool => bool_expr(rng, scope, depth),
+        Kind::Timestamp => timestamp_expr(rng, scope, depth),
     }
 }
 
@@ -128,10 +135,37 @@ pub fn literal(rng: &mut StdRng, kind: Kind) -> String {
     }
 }
 
-/// Integer arithmetic, CASE, COALESCE, length, abs, modulo by a positive constant.
+/// Integer arithmetic, CASE, COALESCE, length, abs, modulo by a positive constant, fields
+/// of timestamps and the days between two dates; rarely a division or a cast of text that
+/// can fail.
 fn int_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
-    match rng.random_range(0..8) {
+    // Of columns, not constants: a constant that fails refuses the view at its creation, in
+    // PostgreSQL too.
+    let (integers, texts) = (scope.of_kind(Kind::Int), scope.of_kind(Kind::Text));
+    if rng.random_bool(0.03) && !integers.is_empty() && !texts.is_empty() {
+        return if rng.random_bool(0.5) {
+            let divisor = integers.choose(rng).unwrap().sql();
+            format!("({} / {divisor})", sub(rng, Kind::Int))
+        } else {
+            format!("CAST({} AS INTEGER)", texts.choose(rng).unwrap().sql())
+        };
+    }
+    match rng.random_range(0..10) {
+        8 => {
+            let field = ["HOUR", "DAY", "MONTH", "DOW", "MINUTE"]
+                .choose(rng)
+                .unwrap();
+            format!(
+                "CAST(EXTRACT({field} FROM {}) AS INTEGER)",
+                sub(rng, Kind::Timestamp)
+            )
+        }
+        9 => format!(
+            "(CAST({} AS DATE) - CAST({} AS DATE))",
+            sub(rng, Kind::Timestamp),
+            sub(rng, Kind::Timestamp)
+        ),
         0 => format!("({} + {})", sub(rng, Kind::Int), sub(rng, Kind::Int)),
         1 => format!("({} - {})", sub(rng, Kind::Int), sub(rng, Kind::Int)),
         2 => format!("({} * {})", sub(rng, Kind::Int), rng.random_range(-3..=3)),
@@ -167,10 +201,18 @@ fn numeric_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     }
 }
 
-/// String functions, concatenation, casts from integers, CASE, COALESCE.
+/// String functions, concatenation, casts from integers, timestamps, dates and intervals,
+/// CASE, COALESCE.
 fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
-    match rng.random_range(0..9) {
+    match rng.random_range(0..12) {
+        9 => format!("CAST({} AS TEXT)", sub(rng, Kind::Timestamp)),
+        10 => format!("CAST(CAST({} AS DATE) AS TEXT)", sub(rng, Kind::Timestamp)),
+        11 => format!(
+            "CAST(({} - {}) AS TEXT)",
+            sub(rng, Kind::Timestamp),
+            sub(rng, Kind::Timestamp)
+        ),
         0 => format!("upper({})", sub(rng, Kind::Text)),
         1 => format!("lower({})", sub(rng, Kind::Text)),
         2 => format!("({} || {})", sub(rng, Kind::Text), sub(rng, Kind::Text)),
@@ -187,14 +229,42 @@ fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     }
 }
 
+/// Interval arithmetic, truncation to a day or an hour, the day's start through a date,
+/// CASE, COALESCE.
+fn timestamp_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
+    match rng.random_range(0..7) {
+        0 => format!("({} + INTERVAL '1 day')", sub(rng, Kind::Timestamp)),
+        1 => format!("({} - INTERVAL '90 minutes')", sub(rng, Kind::Timestamp)),
+        2 => format!("date_trunc('day', {})", sub(rng, Kind::Timestamp)),
+        3 => format!("date_trunc('hour', {})", sub(rng, Kind::Timestamp)),
+        4 => format!(
+            "CAST(CAST({} AS DATE) AS TIMESTAMP)",
+            sub(rng, Kind::Timestamp)
+        ),
+        5 => case_expr(rng, scope, Kind::Timestamp, depth),
+        _ => format!(
+            "COALESCE({}, {})",
+            sub(rng, Kind::Timestamp),
+            literal(rng, Kind::Timestamp)
+        ),
+    }
+}
+
 /// Comparisons, NULL tests, boolean connectives, BETWEEN, IN lists, LIKE.
 fn bool_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     match rng.random_range(0..9) {
         0..=2 => comparison(rng, scope, depth),
         3 => {
-            let kind = *[Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
-                .choose(rng)
-                .unwrap();
+            let kind = *[
+                Kind::Int,
+                Kind::Numeric,
+                Kind::Text,
+                Kind::Bool,
+                Kind::Timestamp,
+            ]
+            .choose(rng)
+            .unwrap();
             let negation = if rng.random_bool(0.5) { " NOT" } else { "" };
             format!("({} IS{negation} NULL)", expr_at(rng, scope, kind, depth))
         }
@@ -236,9 +306,16 @@ fn bool_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
 
 /// `a op b` for two expressions of one comparable kind.
 pub fn comparison(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
-    let kind = *[Kind::Int, Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
-        .choose(rng)
-        .unwrap();
+    let kind = *[
+        Kind::Int,
+        Kind::Int,
+        Kind::Numeric,
+        Kind::Text,
+        Kind::Bool,
+        Kind::Timestamp,
+    ]
+    .choose(rng)
+    .unwrap();
     let op = ["=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM"]
         .choose(rng)
         .unwrap();

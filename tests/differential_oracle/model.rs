@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, Decimal128Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// The column types the generator uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub enum SqlType {
     Text,
     /// `boolean`.
     Bool,
+    /// `timestamp` (without time zone; Arrow Timestamp(Microsecond)).
+    Timestamp,
 }
 
 impl SqlType {
@@ -35,6 +38,7 @@ impl SqlType {
             SqlType::Numeric => "numeric(10,2)",
             SqlType::Text => "text",
             SqlType::Bool => "boolean",
+            SqlType::Timestamp => "timestamp",
         }
     }
 
@@ -46,6 +50,7 @@ impl SqlType {
             SqlType::Numeric => DataType::Decimal128(10, 2),
             SqlType::Text => DataType::Utf8,
             SqlType::Bool => DataType::Boolean,
+            SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         }
     }
 
@@ -73,6 +78,8 @@ pub enum Value {
     Text(String),
     /// A `boolean`.
     Bool(bool),
+    /// A `timestamp`, in microseconds since 1970-01-01 00:00:00.
+    Timestamp(i64),
 }
 
 impl Value {
@@ -84,6 +91,7 @@ impl Value {
             Value::Numeric(cents) => numeric_text(*cents),
             Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
             Value::Bool(b) => b.to_string(),
+            Value::Timestamp(micros) => format!("TIMESTAMP '{}'", timestamp_text(*micros)),
         }
     }
 
@@ -98,6 +106,20 @@ pub fn numeric_text(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let magnitude = cents.unsigned_abs();
     format!("{sign}{}.{:02}", magnitude / 100, magnitude % 100)
+}
+
+/// A timestamp in PostgreSQL's text format (`2024-03-10 01:30:00`, fractions only when not
+/// zero).
+pub fn timestamp_text(micros: i64) -> String {
+    let time = chrono::DateTime::from_timestamp_micros(micros)
+        .expect("invariant: generated timestamps are in chrono's range")
+        .naive_utc();
+    if micros % 1_000_000 == 0 {
+        time.format("%Y-%m-%d %H:%M:%S").to_string()
+    } else {
+        let text = time.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+        text.trim_end_matches('0').to_string()
+    }
 }
 
 /// One column of a table.
@@ -201,5 +223,11 @@ fn column_array<'a>(ty: SqlType, values: impl Iterator<Item = &'a Value>) -> Arr
             Value::Bool(b) => Some(*b),
             _ => None,
         }))),
+        SqlType::Timestamp => Arc::new(TimestampMicrosecondArray::from_iter(values.map(
+            |v| match v {
+                Value::Timestamp(micros) => Some(*micros),
+                _ => None,
+            },
+        ))),
     }
 }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-    SchemaRef, UInt64Type,
+    SchemaRef, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt64Type,
 };
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::Dialect;
@@ -20,7 +21,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::compare::{Cell, ColumnKind, ResultSet};
-use super::model::Table;
+use super::model::{timestamp_text, Table};
 
 /// A DataFusion session over the model's tables, and views over them.
 pub struct Oracle {
@@ -177,6 +178,23 @@ fn render(array: &ArrayRef, row: usize) -> Result<Cell, String> {
         DataType::Utf8 => array.as_string::<i32>().value(row).to_string(),
         DataType::LargeUtf8 => array.as_string::<i64>().value(row).to_string(),
         DataType::Utf8View => array.as_string_view().value(row).to_string(),
+        DataType::Timestamp(unit, None) => {
+            let micros = match unit {
+                TimeUnit::Second => {
+                    array.as_primitive::<TimestampSecondType>().value(row) * 1_000_000
+                }
+                TimeUnit::Millisecond => {
+                    array.as_primitive::<TimestampMillisecondType>().value(row) * 1_000
+                }
+                TimeUnit::Microsecond => {
+                    array.as_primitive::<TimestampMicrosecondType>().value(row)
+                }
+                TimeUnit::Nanosecond => {
+                    array.as_primitive::<TimestampNanosecondType>().value(row) / 1_000
+                }
+            };
+            timestamp_text(micros)
+        }
         other => return Err(format!("the oracle cannot render {other} values")),
     };
     Ok(Some(text))

@@ -193,9 +193,16 @@ fn any_expr(rng: &mut StdRng, scope: &Scope) -> Output {
 }
 
 fn random_kind(rng: &mut StdRng) -> Kind {
-    *[Kind::Int, Kind::Int, Kind::Numeric, Kind::Text, Kind::Bool]
-        .choose(rng)
-        .unwrap()
+    *[
+        Kind::Int,
+        Kind::Int,
+        Kind::Numeric,
+        Kind::Text,
+        Kind::Bool,
+        Kind::Timestamp,
+    ]
+    .choose(rng)
+    .unwrap()
 }
 
 /// ` WHERE p` half of the time.
@@ -331,7 +338,9 @@ fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
     } else {
         Kind::Numeric
     };
-    let ordered_kind = *[Kind::Int, Kind::Numeric, Kind::Text].choose(rng).unwrap();
+    let ordered_kind = *[Kind::Int, Kind::Numeric, Kind::Text, Kind::Timestamp]
+        .choose(rng)
+        .unwrap();
     let of = Output::of;
     match rng.random_range(0..11) {
         0 => of("count(*)".to_string(), Kind::Int),

@@ -10,8 +10,20 @@ use rand::Rng;
 
 use super::model::{Column, SqlType, Table, Value};
 
-/// The strings text columns draw from: empty, case variants, a separator and a space.
-const TEXT_POOL: &[&str] = &["", "a", "b", "c", "ab", "ba", "B", "a b", "x,y", "zz"];
+/// The strings text columns draw from: empty, case variants, a separator, a space and a
+/// number (the one text a cast to an integer accepts).
+const TEXT_POOL: &[&str] = &["", "a", "b", "c", "ab", "ba", "B", "a b", "x,y", "zz", "12"];
+
+/// The middle of the timestamp domain: 2024-03-10 00:00:00, in microseconds since 1970.
+/// Most values are a multiple of 90 minutes from it (13 values over two days, so days and
+/// hours group them differently); a few are anywhere within 400 days, at whole seconds.
+const BASE_TIMESTAMP: i64 = 1_710_028_800 * SECOND;
+
+/// A second in microseconds.
+const SECOND: i64 = 1_000_000;
+
+/// A day in microseconds.
+const DAY: i64 = 86_400 * SECOND;
 
 /// How often a nullable column gets NULL.
 const NULL_PROBABILITY: f64 = 0.15;
@@ -65,6 +77,7 @@ fn random_type(rng: &mut StdRng) -> SqlType {
         SqlType::Text,
         SqlType::Text,
         SqlType::Bool,
+        SqlType::Timestamp,
     ]
     .choose(rng)
     .unwrap()
@@ -94,6 +107,12 @@ pub fn random_non_null(rng: &mut StdRng, ty: SqlType) -> Value {
         SqlType::Numeric => Value::Numeric(rng.random_range(-4..=12) * 25),
         SqlType::Text => Value::Text(TEXT_POOL.choose(rng).unwrap().to_string()),
         SqlType::Bool => Value::Bool(rng.random_bool(0.5)),
+        SqlType::Timestamp if rng.random_bool(0.05) => Value::Timestamp(
+            BASE_TIMESTAMP + rng.random_range(-400 * DAY..400 * DAY) / SECOND * SECOND,
+        ),
+        SqlType::Timestamp => {
+            Value::Timestamp(BASE_TIMESTAMP + rng.random_range(-2..=10) * 90 * 60 * SECOND)
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 
-use super::model::{Table, Value};
+use super::model::{SqlType, Table, Value};
 use super::schema::{random_non_null, random_row, random_value};
 
 /// Which rows an UPDATE or DELETE touches.
@@ -18,7 +18,7 @@ pub enum Predicate {
     Equals(usize, Value),
     /// `col IS NULL`.
     IsNull(usize),
-    /// `col < value` on an integer or numeric column.
+    /// `col < value` on an integer, numeric or timestamp column.
     LessThan(usize, Value),
     /// Every row (no WHERE).
     All,
@@ -262,7 +262,7 @@ fn targeted_predicate(rng: &mut StdRng, table: &Table) -> Predicate {
             Predicate::Equals(column, present.choose(rng).copied().unwrap().clone())
         }
         13..=14 => Predicate::IsNull(column),
-        15..=17 if ty.is_integer() || ty == super::model::SqlType::Numeric => {
+        15..=17 if ty.is_integer() || matches!(ty, SqlType::Numeric | SqlType::Timestamp) => {
             Predicate::LessThan(column, random_non_null(rng, ty))
         }
         18 if table.rows.len() > 12 => Predicate::All,

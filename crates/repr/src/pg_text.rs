@@ -1,5 +1,7 @@
-//! Dates and times as PostgreSQL prints them (`DateStyle = ISO`): what clients read in text
-//! results and what a cast to `text` gives.
+//! Dates, times and intervals as PostgreSQL prints them (`DateStyle = ISO`, `IntervalStyle =
+//! postgres`): what clients read in text results and what a cast to `text` gives.
+
+use std::fmt::Write as _;
 
 /// A timestamp (microseconds since the Unix epoch) as `YYYY-MM-DD HH:MM:SS[.ffffff]`, the
 /// fraction without trailing zeros.
@@ -25,6 +27,49 @@ pub fn time_text(micros: i64) -> String {
     )
 }
 
+/// An interval as Postgres prints it (`IntervalStyle = postgres`): each non-zero field with
+/// its unit (plural unless exactly 1), a `+` on a positive field after a negative one, and the
+/// clock time last.
+pub fn interval_text(months: i32, days: i32, micros: i64) -> String {
+    let mut text = String::new();
+    let mut is_zero = true;
+    let mut is_before = false;
+    let mut add_part = |text: &mut String, value: i64, unit: &str| {
+        if value == 0 {
+            return;
+        }
+        let separator = if is_zero { "" } else { " " };
+        let plus = if is_before && value > 0 { "+" } else { "" };
+        let plural = if value != 1 { "s" } else { "" };
+        let _ = write!(text, "{separator}{plus}{value} {unit}{plural}");
+        is_before = value < 0;
+        is_zero = false;
+    };
+    add_part(&mut text, (months / 12) as i64, "year");
+    add_part(&mut text, (months % 12) as i64, "mon");
+    add_part(&mut text, days as i64, "day");
+    if is_zero || micros != 0 {
+        let separator = if is_zero { "" } else { " " };
+        let sign = if micros < 0 {
+            "-"
+        } else if is_before {
+            "+"
+        } else {
+            ""
+        };
+        let _ = write!(text, "{separator}{sign}{}", time_text(micros.abs()));
+    }
+    text
+}
+
+/// A duration (what a timestamp minus a timestamp is) as the interval PostgreSQL makes of
+/// it: whole 24-hour days, and the rest as time (`27 hours` is `1 day 03:00:00`), both with
+/// the duration's sign. Returns `(days, micros)`.
+pub fn duration_interval(micros: i64) -> (i32, i64) {
+    const DAY: i64 = 86_400_000_000;
+    ((micros / DAY) as i32, micros % DAY)
+}
+
 /// `.ffffff` without trailing zeros, or nothing for whole seconds.
 fn fraction_text(micros: i64) -> String {
     if micros == 0 {
@@ -43,5 +88,18 @@ mod tests {
         assert_eq!(timestamp_text(1_500_000), "1970-01-01 00:00:01.5");
         assert_eq!(timestamp_text(0), "1970-01-01 00:00:00");
         assert_eq!(time_text(3_723_000_001), "01:02:03.000001");
+    }
+
+    #[test]
+    fn durations_read_as_justified_intervals() {
+        let text = |micros| {
+            let (days, rest) = duration_interval(micros);
+            interval_text(0, days, rest)
+        };
+        assert_eq!(text(5_400_000_000), "01:30:00");
+        assert_eq!(text(-43_200_000_000), "-12:00:00");
+        assert_eq!(text(27 * 3_600_000_000), "1 day 03:00:00");
+        assert_eq!(text(-27 * 3_600_000_000), "-1 days -03:00:00");
+        assert_eq!(text(0), "00:00:00");
     }
 }

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    DataType, Date32Type, Decimal128Type, DurationMicrosecondType, DurationMillisecondType,
+    DurationNanosecondType, DurationSecondType, Float32Type, Float64Type, Int16Type, Int32Type,
     Int64Type, Int8Type, IntervalMonthDayNanoType, IntervalUnit, Time64MicrosecondType,
     Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
@@ -19,7 +20,7 @@ use pgwire::api::Type;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
-use repr::pg_text::{time_text, timestamp_text};
+use repr::pg_text::{duration_interval, interval_text, time_text, timestamp_text};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -129,9 +130,29 @@ pub(crate) fn text_value(array: &ArrayRef, row: usize) -> Result<String, BoxErro
             let v = array.as_primitive::<IntervalMonthDayNanoType>().value(row);
             interval_text(v.months, v.days, v.nanoseconds / 1000)
         }
+        DataType::Duration(unit) => {
+            let (days, micros) = duration_interval(duration_micros(array, row, unit));
+            interval_text(0, days, micros)
+        }
         DataType::List(_) | DataType::LargeList(_) => array_text(array, row)?,
         _ => arrow::util::display::array_value_to_string(array, row)?,
     })
+}
+
+/// A duration value in microseconds.
+fn duration_micros(array: &ArrayRef, row: usize, unit: &TimeUnit) -> i64 {
+    match unit {
+        TimeUnit::Second => array
+            .as_primitive::<DurationSecondType>()
+            .value(row)
+            .saturating_mul(1_000_000),
+        TimeUnit::Millisecond => array
+            .as_primitive::<DurationMillisecondType>()
+            .value(row)
+            .saturating_mul(1000),
+        TimeUnit::Microsecond => array.as_primitive::<DurationMicrosecondType>().value(row),
+        TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().value(row) / 1000,
+    }
 }
 
 fn float_text(value: f64, single: bool) -> String {
@@ -212,41 +233,6 @@ fn timestamp_micros(array: &ArrayRef, row: usize, unit: &TimeUnit) -> i64 {
             .value(row)
             .div_euclid(1000),
     }
-}
-
-/// An interval as Postgres prints it (`IntervalStyle = postgres`): each non-zero field with
-/// its unit (plural unless exactly 1), a `+` on a positive field after a negative one, and the
-/// clock time last.
-fn interval_text(months: i32, days: i32, micros: i64) -> String {
-    let mut text = String::new();
-    let mut is_zero = true;
-    let mut is_before = false;
-    let mut add_part = |text: &mut String, value: i64, unit: &str| {
-        if value == 0 {
-            return;
-        }
-        let separator = if is_zero { "" } else { " " };
-        let plus = if is_before && value > 0 { "+" } else { "" };
-        let plural = if value != 1 { "s" } else { "" };
-        let _ = write!(text, "{separator}{plus}{value} {unit}{plural}");
-        is_before = value < 0;
-        is_zero = false;
-    };
-    add_part(&mut text, (months / 12) as i64, "year");
-    add_part(&mut text, (months % 12) as i64, "mon");
-    add_part(&mut text, days as i64, "day");
-    if is_zero || micros != 0 {
-        let separator = if is_zero { "" } else { " " };
-        let sign = if micros < 0 {
-            "-"
-        } else if is_before {
-            "+"
-        } else {
-            ""
-        };
-        let _ = write!(text, "{separator}{sign}{}", time_text(micros.abs()));
-    }
-    text
 }
 
 fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
@@ -341,6 +327,12 @@ fn write_binary(
             out.put_i64(v.nanoseconds / 1000);
             out.put_i32(v.days);
             out.put_i32(v.months);
+        }
+        DataType::Duration(unit) => {
+            let (days, micros) = duration_interval(duration_micros(array, row, unit));
+            out.put_i64(micros);
+            out.put_i32(days);
+            out.put_i32(0);
         }
         DataType::Binary => out.put_slice(array.as_binary::<i32>().value(row)),
         DataType::LargeBinary => out.put_slice(array.as_binary::<i64>().value(row)),

@@ -141,7 +141,7 @@ fn classify_datafusion(e: DataFusionError) -> SqlError {
 
 fn classify_arrow(e: &ArrowError) -> SqlError {
     if let ArrowError::CastError(m) | ArrowError::ParseError(m) = e {
-        if let Some(error) = datetime_input_error(m) {
+        if let Some(error) = datetime_input_error(m).or_else(|| number_input_error(m)) {
             return error;
         }
     }
@@ -190,6 +190,35 @@ fn datetime_input_error(message: &str) -> Option<SqlError> {
         SqlError::DateTimeOutOfRange(format!("\"{value}\""))
     } else {
         SqlError::InvalidDateTime(format!(
+            "invalid input syntax for type {type_name}: \"{value}\""
+        ))
+    })
+}
+
+/// Arrow's failure to read text as a number or a boolean, as PostgreSQL reports it: digits
+/// that do not fit are 22003 (`value "99999999999" is out of range for type integer`),
+/// anything else 22P02 (`invalid input syntax for type integer: "ab"`). `None` for other
+/// errors.
+fn number_input_error(message: &str) -> Option<SqlError> {
+    let rest = message.strip_prefix("Cannot cast string '")?;
+    let (value, target) = rest.rsplit_once("' to value of ")?;
+    let type_name = match target.split_whitespace().next()? {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Boolean" => "boolean",
+        _ => return None,
+    };
+    let digits = value.trim().trim_start_matches(['-', '+']);
+    let is_integer_text = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit());
+    Some(if is_integer_text && target.starts_with("Int") {
+        SqlError::OutOfRange(format!(
+            "value \"{value}\" is out of range for type {type_name}"
+        ))
+    } else {
+        SqlError::InvalidValue(format!(
             "invalid input syntax for type {type_name}: \"{value}\""
         ))
     })
