@@ -116,6 +116,20 @@ fn expr_at(rng: &mut StdRng, scope: &Scope, kind: Kind, depth: u32) -> String {
     }
 }
 
+/// A random kind, integers twice as often as the others.
+pub fn random_kind(rng: &mut StdRng) -> Kind {
+    *[
+        Kind::Int,
+        Kind::Int,
+        Kind::Numeric,
+        Kind::Text,
+        Kind::Bool,
+        Kind::Timestamp,
+    ]
+    .choose(rng)
+    .unwrap()
+}
+
 /// A column of `kind` if one is in scope, else a literal.
 pub fn column_or_literal(rng: &mut StdRng, scope: &Scope, kind: Kind) -> String {
     match scope.of_kind(kind).choose(rng) {
@@ -256,15 +270,7 @@ fn bool_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     match rng.random_range(0..9) {
         0..=2 => comparison(rng, scope, depth),
         3 => {
-            let kind = *[
-                Kind::Int,
-                Kind::Numeric,
-                Kind::Text,
-                Kind::Bool,
-                Kind::Timestamp,
-            ]
-            .choose(rng)
-            .unwrap();
+            let kind = random_kind(rng);
             let negation = if rng.random_bool(0.5) { " NOT" } else { "" };
             format!("({} IS{negation} NULL)", expr_at(rng, scope, kind, depth))
         }
@@ -306,16 +312,7 @@ fn bool_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
 
 /// `a op b` for two expressions of one comparable kind.
 pub fn comparison(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
-    let kind = *[
-        Kind::Int,
-        Kind::Int,
-        Kind::Numeric,
-        Kind::Text,
-        Kind::Bool,
-        Kind::Timestamp,
-    ]
-    .choose(rng)
-    .unwrap();
+    let kind = random_kind(rng);
     let op = ["=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM"]
         .choose(rng)
         .unwrap();

@@ -8,7 +8,9 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 
-use super::expr::{column_or_literal, expr, literal, predicate, Kind, Scope, ScopeColumn};
+use super::expr::{
+    column_or_literal, expr, literal, predicate, random_kind, Kind, Scope, ScopeColumn,
+};
 use super::model::Table;
 use super::subquery::subquery_filter;
 
@@ -190,19 +192,6 @@ pub(super) fn select_exprs(rng: &mut StdRng, scope: &Scope) -> Vec<Output> {
 fn any_expr(rng: &mut StdRng, scope: &Scope) -> Output {
     let kind = random_kind(rng);
     Output::of(expr(rng, scope, kind), kind)
-}
-
-fn random_kind(rng: &mut StdRng) -> Kind {
-    *[
-        Kind::Int,
-        Kind::Int,
-        Kind::Numeric,
-        Kind::Text,
-        Kind::Bool,
-        Kind::Timestamp,
-    ]
-    .choose(rng)
-    .unwrap()
 }
 
 /// ` WHERE p` half of the time.

@@ -200,7 +200,9 @@ fn datetime_input_error(message: &str) -> Option<SqlError> {
 /// anything else 22P02 (`invalid input syntax for type integer: "ab"`). `None` for other
 /// errors.
 fn number_input_error(message: &str) -> Option<SqlError> {
-    let rest = message.strip_prefix("Cannot cast string '")?;
+    let rest = message
+        .strip_prefix("Cannot cast string '")
+        .or_else(|| message.strip_prefix("Cannot cast value '"))?;
     let (value, target) = rest.rsplit_once("' to value of ")?;
     let type_name = match target.split_whitespace().next()? {
         "Int16" => "smallint",

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, StringArray};
+use datafusion::arrow::array::{AsArray, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, DurationMicrosecondType, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
@@ -22,26 +22,26 @@ use repr::pg_text::{duration_interval, interval_text, timestamp_text};
 
 use crate::postgres_arrays::rewrite_casts;
 
-/// Rewrites casts of timestamps to text into [`TimestampText`] and of intervals into
-/// [`IntervalText`]. Runs after type coercion, which adds casts of its own.
+/// Rewrites casts of timestamps and intervals to text into [`DateTimeText`]. Runs after type
+/// coercion, which adds casts of its own.
 #[derive(Debug, Default)]
 pub struct DateTimeTextCasts;
 
 impl AnalyzerRule for DateTimeTextCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        rewrite_casts(plan, |from, to| match (from.data_type(), to) {
-            (DataType::Timestamp(_, zone), DataType::Utf8) => {
-                Some(ScalarUDF::from(TimestampText {
+        rewrite_casts(plan, |from, to| {
+            let form = match (from.data_type(), to) {
+                (DataType::Timestamp(_, zone), DataType::Utf8) => TextForm::Timestamp {
                     with_zone: zone.is_some(),
-                    signature: Signature::any(1, Volatility::Immutable),
-                }))
-            }
-            (DataType::Interval(_) | DataType::Duration(_), DataType::Utf8) => {
-                Some(ScalarUDF::from(IntervalText {
-                    signature: Signature::any(1, Volatility::Immutable),
-                }))
-            }
-            _ => None,
+                },
+                (DataType::Interval(_), DataType::Utf8) => TextForm::Interval,
+                (DataType::Duration(_), DataType::Utf8) => TextForm::Duration,
+                _ => return None,
+            };
+            Some(ScalarUDF::from(DateTimeText {
+                form,
+                signature: Signature::any(1, Volatility::Immutable),
+            }))
         })
     }
 
@@ -50,17 +50,27 @@ impl AnalyzerRule for DateTimeTextCasts {
     }
 }
 
-/// `__timestamp_out(ts)`: a timestamp as PostgreSQL's text.
+/// What [`DateTimeText`] prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum TextForm {
+    /// A timestamp; a `timestamptz` ends in the zone, `+00`.
+    Timestamp { with_zone: bool },
+    /// An interval.
+    Interval,
+    /// A duration (the difference of two timestamps), as the interval PostgreSQL makes of it.
+    Duration,
+}
+
+/// `__datetime_out(x)`: a timestamp or interval as PostgreSQL's text.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct TimestampText {
-    /// A `timestamptz`: the text ends in the zone, `+00`.
-    with_zone: bool,
+struct DateTimeText {
+    form: TextForm,
     signature: Signature,
 }
 
-impl ScalarUDFImpl for TimestampText {
+impl ScalarUDFImpl for DateTimeText {
     fn name(&self) -> &str {
-        "__timestamp_out"
+        "__datetime_out"
     }
 
     fn signature(&self) -> &Signature {
@@ -79,69 +89,38 @@ impl ScalarUDFImpl for TimestampText {
             ColumnarValue::Array(_) => args.number_rows,
         };
         let input = args.args[0].to_array(rows)?;
-        let micros = cast(&input, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-        let micros = micros.as_primitive::<TimestampMicrosecondType>();
-        let zone = if self.with_zone { "+00" } else { "" };
-        let texts: StringArray = (0..micros.len())
-            .map(|i| {
+        let texts: StringArray = match self.form {
+            TextForm::Timestamp { with_zone } => {
+                let micros = cast(&input, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+                let micros = micros.as_primitive::<TimestampMicrosecondType>();
+                let zone = if with_zone { "+00" } else { "" };
                 micros
-                    .is_valid(i)
-                    .then(|| format!("{}{zone}", timestamp_text(micros.value(i))))
-            })
-            .collect();
-        Ok(ColumnarValue::Array(Arc::new(texts)))
-    }
-}
-
-/// `__interval_out(i)`: an interval (or a duration, the difference of two timestamps, as the
-/// interval PostgreSQL makes of it) as PostgreSQL's text.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct IntervalText {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for IntervalText {
-    fn name(&self) -> &str {
-        "__interval_out"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = match args.args[0] {
-            ColumnarValue::Scalar(_) => 1,
-            ColumnarValue::Array(_) => args.number_rows,
-        };
-        let input = args.args[0].to_array(rows)?;
-        if let DataType::Duration(_) = input.data_type() {
-            let micros = cast(&input, &DataType::Duration(TimeUnit::Microsecond))?;
-            let micros = micros.as_primitive::<DurationMicrosecondType>();
-            let texts: StringArray = (0..micros.len())
-                .map(|i| {
-                    micros.is_valid(i).then(|| {
-                        let (days, rest) = duration_interval(micros.value(i));
-                        interval_text(0, days, rest)
+                    .iter()
+                    .map(|v| v.map(|v| format!("{}{zone}", timestamp_text(v))))
+                    .collect()
+            }
+            TextForm::Interval => {
+                let intervals = cast(&input, &DataType::Interval(IntervalUnit::MonthDayNano))?;
+                intervals
+                    .as_primitive::<IntervalMonthDayNanoType>()
+                    .iter()
+                    .map(|v| v.map(|v| interval_text(v.months, v.days, v.nanoseconds / 1000)))
+                    .collect()
+            }
+            TextForm::Duration => {
+                let micros = cast(&input, &DataType::Duration(TimeUnit::Microsecond))?;
+                micros
+                    .as_primitive::<DurationMicrosecondType>()
+                    .iter()
+                    .map(|v| {
+                        v.map(|v| {
+                            let (days, rest) = duration_interval(v);
+                            interval_text(0, days, rest)
+                        })
                     })
-                })
-                .collect();
-            return Ok(ColumnarValue::Array(Arc::new(texts)));
-        }
-        let intervals = cast(&input, &DataType::Interval(IntervalUnit::MonthDayNano))?;
-        let intervals = intervals.as_primitive::<IntervalMonthDayNanoType>();
-        let texts: StringArray = (0..intervals.len())
-            .map(|i| {
-                intervals.is_valid(i).then(|| {
-                    let v = intervals.value(i);
-                    interval_text(v.months, v.days, v.nanoseconds / 1000)
-                })
-            })
-            .collect();
+                    .collect()
+            }
+        };
         Ok(ColumnarValue::Array(Arc::new(texts)))
     }
 }
