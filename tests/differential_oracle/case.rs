@@ -119,6 +119,7 @@ fn view_as_relation(name: &str, view: &ViewQuery) -> Option<Table> {
                 Kind::Text => SqlType::Text,
                 Kind::Bool => SqlType::Bool,
                 Kind::Timestamp => SqlType::Timestamp,
+                Kind::Float => SqlType::Double,
             };
             Some(Column {
                 name: format!("o{i}"),

@@ -26,6 +26,8 @@ pub enum Kind {
     Bool,
     /// `timestamp`.
     Timestamp,
+    /// `double precision` (quarters and their sums and doubles: exact in binary).
+    Float,
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             SqlType::Text => Kind::Text,
             SqlType::Bool => Kind::Bool,
             SqlType::Timestamp => Kind::Timestamp,
+            SqlType::Double => Kind::Float,
         }
     }
 
@@ -48,6 +51,7 @@ impl Kind {
             Kind::Text => SqlType::Text,
             Kind::Bool => SqlType::Bool,
             Kind::Timestamp => SqlType::Timestamp,
+            Kind::Float => SqlType::Double,
         }
     }
 }
@@ -113,6 +117,7 @@ fn expr_at(rng: &mut StdRng, scope: &Scope, kind: Kind, depth: u32) -> String {
         Kind::Text => text_expr(rng, scope, depth),
         Kind::Bool => bool_expr(rng, scope, depth),
         Kind::Timestamp => timestamp_expr(rng, scope, depth),
+        Kind::Float => float_expr(rng, scope, depth),
     }
 }
 
@@ -125,6 +130,7 @@ pub fn random_kind(rng: &mut StdRng) -> Kind {
         Kind::Text,
         Kind::Bool,
         Kind::Timestamp,
+        Kind::Float,
     ]
     .choose(rng)
     .unwrap()
@@ -219,7 +225,7 @@ fn numeric_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
 /// CASE, COALESCE.
 fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
     let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
-    match rng.random_range(0..12) {
+    match rng.random_range(0..13) {
         9 => format!("CAST({} AS TEXT)", sub(rng, Kind::Timestamp)),
         10 => format!("CAST(CAST({} AS DATE) AS TEXT)", sub(rng, Kind::Timestamp)),
         11 => format!(
@@ -227,6 +233,7 @@ fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
             sub(rng, Kind::Timestamp),
             sub(rng, Kind::Timestamp)
         ),
+        12 => format!("CAST({} AS TEXT)", sub(rng, Kind::Float)),
         0 => format!("upper({})", sub(rng, Kind::Text)),
         1 => format!("lower({})", sub(rng, Kind::Text)),
         2 => format!("({} || {})", sub(rng, Kind::Text), sub(rng, Kind::Text)),
@@ -239,6 +246,26 @@ fn text_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
             "COALESCE({}, {})",
             sub(rng, Kind::Text),
             literal(rng, Kind::Text)
+        ),
+    }
+}
+
+/// Sums, doubling, halving, casts from integers, abs, floor, CASE, COALESCE: values stay
+/// exact in binary, so any order of evaluation gives the same bits.
+fn float_expr(rng: &mut StdRng, scope: &Scope, depth: u32) -> String {
+    let sub = |rng: &mut StdRng, kind| expr_at(rng, scope, kind, depth);
+    match rng.random_range(0..8) {
+        0 => format!("({} + {})", sub(rng, Kind::Float), sub(rng, Kind::Float)),
+        1 => format!("({} * 2)", sub(rng, Kind::Float)),
+        2 => format!("({} / 2)", sub(rng, Kind::Float)),
+        3 => format!("CAST({} AS DOUBLE PRECISION)", sub(rng, Kind::Int)),
+        4 => format!("abs({})", sub(rng, Kind::Float)),
+        5 => format!("floor({})", sub(rng, Kind::Float)),
+        6 => case_expr(rng, scope, Kind::Float, depth),
+        _ => format!(
+            "COALESCE({}, {})",
+            sub(rng, Kind::Float),
+            literal(rng, Kind::Float)
         ),
     }
 }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Decimal128Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -27,6 +27,8 @@ pub enum SqlType {
     Bool,
     /// `timestamp` (without time zone; Arrow Timestamp(Microsecond)).
     Timestamp,
+    /// `double precision` (Arrow Float64); values are quarters, exact in binary.
+    Double,
 }
 
 impl SqlType {
@@ -39,6 +41,7 @@ impl SqlType {
             SqlType::Text => "text",
             SqlType::Bool => "boolean",
             SqlType::Timestamp => "timestamp",
+            SqlType::Double => "double precision",
         }
     }
 
@@ -51,6 +54,7 @@ impl SqlType {
             SqlType::Text => DataType::Utf8,
             SqlType::Bool => DataType::Boolean,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+            SqlType::Double => DataType::Float64,
         }
     }
 
@@ -80,6 +84,8 @@ pub enum Value {
     Bool(bool),
     /// A `timestamp`, in microseconds since 1970-01-01 00:00:00.
     Timestamp(i64),
+    /// A `double precision` in quarters (`Double(9)` is 2.25).
+    Double(i64),
 }
 
 impl Value {
@@ -92,6 +98,9 @@ impl Value {
             Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
             Value::Bool(b) => b.to_string(),
             Value::Timestamp(micros) => format!("TIMESTAMP '{}'", timestamp_text(*micros)),
+            Value::Double(quarters) => {
+                format!("CAST({} AS DOUBLE PRECISION)", *quarters as f64 / 4.0)
+            }
         }
     }
 
@@ -221,6 +230,10 @@ fn column_array<'a>(ty: SqlType, values: impl Iterator<Item = &'a Value>) -> Arr
         }))),
         SqlType::Bool => Arc::new(BooleanArray::from_iter(values.map(|v| match v {
             Value::Bool(b) => Some(*b),
+            _ => None,
+        }))),
+        SqlType::Double => Arc::new(Float64Array::from_iter(values.map(|v| match v {
+            Value::Double(quarters) => Some(*quarters as f64 / 4.0),
             _ => None,
         }))),
         SqlType::Timestamp => Arc::new(TimestampMicrosecondArray::from_iter(values.map(

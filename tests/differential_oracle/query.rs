@@ -327,9 +327,15 @@ fn aggregate(rng: &mut StdRng, scope: &Scope) -> Output {
     } else {
         Kind::Numeric
     };
-    let ordered_kind = *[Kind::Int, Kind::Numeric, Kind::Text, Kind::Timestamp]
-        .choose(rng)
-        .unwrap();
+    let ordered_kind = *[
+        Kind::Int,
+        Kind::Numeric,
+        Kind::Text,
+        Kind::Timestamp,
+        Kind::Float,
+    ]
+    .choose(rng)
+    .unwrap();
     let of = Output::of;
     match rng.random_range(0..11) {
         0 => of("count(*)".to_string(), Kind::Int),

@@ -78,6 +78,7 @@ fn random_type(rng: &mut StdRng) -> SqlType {
         SqlType::Text,
         SqlType::Bool,
         SqlType::Timestamp,
+        SqlType::Double,
     ]
     .choose(rng)
     .unwrap()
@@ -107,6 +108,7 @@ pub fn random_non_null(rng: &mut StdRng, ty: SqlType) -> Value {
         SqlType::Numeric => Value::Numeric(rng.random_range(-4..=12) * 25),
         SqlType::Text => Value::Text(TEXT_POOL.choose(rng).unwrap().to_string()),
         SqlType::Bool => Value::Bool(rng.random_bool(0.5)),
+        SqlType::Double => Value::Double(rng.random_range(-8..=40)),
         SqlType::Timestamp if rng.random_bool(0.05) => Value::Timestamp(
             BASE_TIMESTAMP + rng.random_range(-400 * DAY..400 * DAY) / SECOND * SECOND,
         ),

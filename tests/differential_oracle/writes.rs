@@ -262,7 +262,10 @@ fn targeted_predicate(rng: &mut StdRng, table: &Table) -> Predicate {
             Predicate::Equals(column, present.choose(rng).copied().unwrap().clone())
         }
         13..=14 => Predicate::IsNull(column),
-        15..=17 if ty.is_integer() || matches!(ty, SqlType::Numeric | SqlType::Timestamp) => {
+        15..=17
+            if ty.is_integer()
+                || matches!(ty, SqlType::Numeric | SqlType::Timestamp | SqlType::Double) =>
+        {
             Predicate::LessThan(column, random_non_null(rng, ty))
         }
         18 if table.rows.len() > 12 => Predicate::All,

@@ -70,6 +70,42 @@ pub fn duration_interval(micros: i64) -> (i32, i64) {
     ((micros / DAY) as i32, micros % DAY)
 }
 
+/// A `double precision` (or, `single`, a `real`) as PostgreSQL prints it: the shortest text that
+/// reads back as the same value, in exponent notation outside 1e-4 to 1e15 (1e6 for `real`),
+/// `NaN` and `Infinity` spelled out.
+pub fn float_text(value: f64, single: bool) -> String {
+    if value.is_nan() {
+        return "NaN".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let magnitude = value.abs();
+    let text = if single {
+        format!("{}", value as f32)
+    } else {
+        format!("{value}")
+    };
+    // Postgres switches to exponent notation at 10^FLT_DIG / 10^DBL_DIG.
+    let limit = if single { 1e6 } else { 1e15 };
+    if magnitude != 0.0 && !(1e-4..limit).contains(&magnitude) {
+        let exponent = if single {
+            format!("{:e}", value as f32)
+        } else {
+            format!("{value:e}")
+        };
+        match exponent.split_once('e') {
+            Some((mantissa, exp)) if exp.starts_with('-') => {
+                format!("{mantissa}e-{:0>2}", &exp[1..])
+            }
+            Some((mantissa, exp)) => format!("{mantissa}e+{exp:0>2}"),
+            None => exponent,
+        }
+    } else {
+        text
+    }
+}
+
 /// `.ffffff` without trailing zeros, or nothing for whole seconds.
 fn fraction_text(micros: i64) -> String {
     if micros == 0 {
@@ -101,5 +137,12 @@ mod tests {
         assert_eq!(text(27 * 3_600_000_000), "1 day 03:00:00");
         assert_eq!(text(-27 * 3_600_000_000), "-1 days -03:00:00");
         assert_eq!(text(0), "00:00:00");
+    }
+
+    #[test]
+    fn floats_print_like_postgres() {
+        assert_eq!(float_text(0.1, false), "0.1");
+        assert_eq!(float_text(1e300, false), "1e+300");
+        assert_eq!(float_text(f64::INFINITY, false), "Infinity");
     }
 }

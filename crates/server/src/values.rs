@@ -20,7 +20,7 @@ use pgwire::api::Type;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
-use repr::pg_text::{duration_interval, interval_text, time_text, timestamp_text};
+use repr::pg_text::{duration_interval, float_text, interval_text, time_text, timestamp_text};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -152,39 +152,6 @@ fn duration_micros(array: &ArrayRef, row: usize, unit: &TimeUnit) -> i64 {
             .saturating_mul(1000),
         TimeUnit::Microsecond => array.as_primitive::<DurationMicrosecondType>().value(row),
         TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().value(row) / 1000,
-    }
-}
-
-fn float_text(value: f64, single: bool) -> String {
-    if value.is_nan() {
-        return "NaN".into();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    let magnitude = value.abs();
-    let text = if single {
-        format!("{}", value as f32)
-    } else {
-        format!("{value}")
-    };
-    // Postgres switches to exponent notation at 10^FLT_DIG / 10^DBL_DIG.
-    let limit = if single { 1e6 } else { 1e15 };
-    if magnitude != 0.0 && !(1e-4..limit).contains(&magnitude) {
-        let exponent = if single {
-            format!("{:e}", value as f32)
-        } else {
-            format!("{value:e}")
-        };
-        match exponent.split_once('e') {
-            Some((mantissa, exp)) if exp.starts_with('-') => {
-                format!("{mantissa}e-{:0>2}", &exp[1..])
-            }
-            Some((mantissa, exp)) => format!("{mantissa}e+{exp:0>2}"),
-            None => exponent,
-        }
-    } else {
-        text
     }
 }
 
@@ -472,12 +439,5 @@ mod tests {
             interval_text(14, 3, 3_600_000_000),
             "1 year 2 mons 3 days 01:00:00"
         );
-    }
-
-    #[test]
-    fn floats_print_like_postgres() {
-        assert_eq!(float_text(0.1, false), "0.1");
-        assert_eq!(float_text(1e300, false), "1e+300");
-        assert_eq!(float_text(f64::INFINITY, false), "Infinity");
     }
 }

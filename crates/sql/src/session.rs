@@ -50,7 +50,7 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
         analyzer_rules.insert(3 + position, rule);
     }
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
-    analyzer_rules.push(Arc::new(crate::postgres_datetime_text::DateTimeTextCasts));
+    analyzer_rules.push(Arc::new(crate::postgres_text_casts::PostgresTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_integers::CheckedIntegerArithmetic));
     let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
         vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];

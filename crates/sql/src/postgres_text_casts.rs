@@ -1,16 +1,16 @@
-//! Timestamps and intervals cast to text read as PostgreSQL prints them: `2024-01-01
-//! 10:00:00.5`, with `+00` for a `timestamptz` (sessions run in UTC), and `1 day -01:30:00`.
-//! DataFusion's cast writes ISO 8601 (`2024-01-01T10:00:00.500`) and its own interval text
-//! (`0 days 1 hours 30 mins 0.000000000 secs`), which `ts::text`, `ts || ''` and everything
-//! comparing or storing such text would then see.
+//! Timestamps, intervals and floats cast to text read as PostgreSQL prints them: `2024-01-01
+//! 10:00:00.5`, with `+00` for a `timestamptz` (sessions run in UTC), `1 day -01:30:00`, and
+//! `5` for the float 5. DataFusion's cast writes ISO 8601 (`2024-01-01T10:00:00.500`), its own
+//! interval text (`0 days 1 hours 30 mins 0.000000000 secs`) and `5.0`, which `x::text`,
+//! `x || ''` and everything comparing or storing such text would then see.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, DurationMicrosecondType, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
-    TimestampMicrosecondType,
+    DataType, DurationMicrosecondType, Float64Type, IntervalMonthDayNanoType, IntervalUnit,
+    TimeUnit, TimestampMicrosecondType,
 };
 use datafusion::common::config::ConfigOptions;
 use datafusion::error::Result;
@@ -18,16 +18,16 @@ use datafusion::logical_expr::{
     ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
-use repr::pg_text::{duration_interval, interval_text, timestamp_text};
+use repr::pg_text::{duration_interval, float_text, interval_text, timestamp_text};
 
 use crate::postgres_arrays::rewrite_casts;
 
-/// Rewrites casts of timestamps and intervals to text into [`DateTimeText`]. Runs after type
-/// coercion, which adds casts of its own.
+/// Rewrites casts of timestamps, intervals and floats to text into [`PostgresText`]. Runs
+/// after type coercion, which adds casts of its own.
 #[derive(Debug, Default)]
-pub struct DateTimeTextCasts;
+pub struct PostgresTextCasts;
 
-impl AnalyzerRule for DateTimeTextCasts {
+impl AnalyzerRule for PostgresTextCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         rewrite_casts(plan, |from, to| {
             let form = match (from.data_type(), to) {
@@ -36,9 +36,11 @@ impl AnalyzerRule for DateTimeTextCasts {
                 },
                 (DataType::Interval(_), DataType::Utf8) => TextForm::Interval,
                 (DataType::Duration(_), DataType::Utf8) => TextForm::Duration,
+                (DataType::Float32, DataType::Utf8) => TextForm::Float { single: true },
+                (DataType::Float64, DataType::Utf8) => TextForm::Float { single: false },
                 _ => return None,
             };
-            Some(ScalarUDF::from(DateTimeText {
+            Some(ScalarUDF::from(PostgresText {
                 form,
                 signature: Signature::any(1, Volatility::Immutable),
             }))
@@ -46,11 +48,11 @@ impl AnalyzerRule for DateTimeTextCasts {
     }
 
     fn name(&self) -> &str {
-        "datetime_text_casts"
+        "postgres_text_casts"
     }
 }
 
-/// What [`DateTimeText`] prints.
+/// What [`PostgresText`] prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum TextForm {
     /// A timestamp; a `timestamptz` ends in the zone, `+00`.
@@ -59,18 +61,20 @@ enum TextForm {
     Interval,
     /// A duration (the difference of two timestamps), as the interval PostgreSQL makes of it.
     Duration,
+    /// A `double precision`, or (`single`) a `real`.
+    Float { single: bool },
 }
 
-/// `__datetime_out(x)`: a timestamp or interval as PostgreSQL's text.
+/// `__pg_text_out(x)`: a timestamp, interval or float as PostgreSQL's text.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct DateTimeText {
+struct PostgresText {
     form: TextForm,
     signature: Signature,
 }
 
-impl ScalarUDFImpl for DateTimeText {
+impl ScalarUDFImpl for PostgresText {
     fn name(&self) -> &str {
-        "__datetime_out"
+        "__pg_text_out"
     }
 
     fn signature(&self) -> &Signature {
@@ -120,6 +124,11 @@ impl ScalarUDFImpl for DateTimeText {
                     })
                     .collect()
             }
+            TextForm::Float { single } => cast(&input, &DataType::Float64)?
+                .as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| v.map(|v| float_text(v, single)))
+                .collect(),
         };
         Ok(ColumnarValue::Array(Arc::new(texts)))
     }
