@@ -49,19 +49,9 @@ impl Postgres {
             ))
             .await
             .expect("creating the oracle's PostgreSQL database");
-        let (client, connection) = tokio_postgres::connect(
-            &format!(
-                "host=127.0.0.1 port={} user=postgres dbname={database}",
-                server.port()
-            ),
-            tokio_postgres::NoTls,
-        )
-        .await
-        .expect("connecting to the oracle's PostgreSQL database");
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Postgres { client }
+        Postgres {
+            client: server.connect_to(&database).await,
+        }
     }
 
     /// Starts a case: a fresh schema `case_<seed>` first on the search path.

@@ -22,9 +22,8 @@ pub struct ViewQuery {
     pub sql: String,
     /// The equivalent query the oracle runs.
     pub oracle_sql: String,
-    /// The query PostgreSQL runs: `sql`, except where it has no such construct (ASOF joins),
-    /// then the oracle's equivalent.
-    pub postgres_sql: String,
+    /// Whether PostgreSQL lacks a construct of `sql` (ASOF joins) and runs `oracle_sql`.
+    is_beyond_postgres: bool,
     /// The kind of each output column `o0, o1, …` (`None`: floating point, never referred
     /// to by another view).
     pub outputs: Vec<Option<Kind>>,
@@ -67,6 +66,18 @@ impl Query {
     }
 }
 
+impl ViewQuery {
+    /// The query PostgreSQL runs: `sql`, except where it has no such construct (ASOF joins),
+    /// then the oracle's equivalent.
+    pub fn postgres_sql(&self) -> &str {
+        if self.is_beyond_postgres {
+            &self.oracle_sql
+        } else {
+            &self.sql
+        }
+    }
+}
+
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
     let query = match rng.random_range(0..19) {
@@ -81,14 +92,9 @@ pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
         14..=15 => window_functions(rng, tables),
         _ => top_k(rng, tables),
     };
-    let oracle_sql = query.oracle_sql.unwrap_or_else(|| query.sql.clone());
     ViewQuery {
-        postgres_sql: if query.is_beyond_postgres {
-            oracle_sql.clone()
-        } else {
-            query.sql.clone()
-        },
-        oracle_sql,
+        oracle_sql: query.oracle_sql.unwrap_or_else(|| query.sql.clone()),
+        is_beyond_postgres: query.is_beyond_postgres,
         sql: query.sql,
         outputs: query.outputs,
     }

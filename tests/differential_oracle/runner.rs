@@ -143,12 +143,12 @@ impl Run<'_> {
             )
             .await?;
             self.postgres
-                .execute(&format!("CREATE VIEW v{i} AS {}", view.postgres_sql))
+                .execute(&format!("CREATE VIEW v{i} AS {}", view.postgres_sql()))
                 .await
                 .map_err(|e| {
                     format!(
                         "PostgreSQL rejects the query of v{i}, which Fluxion accepted: {e}\n  {}",
-                        view.postgres_sql
+                        view.postgres_sql()
                     )
                 })?;
             if is_beyond_oracle {
@@ -285,7 +285,7 @@ impl Run<'_> {
                 return Err(format!(
                     "PostgreSQL failed to read v{i} {moment}: {}\n  v{i}: {}",
                     failure.message(),
-                    view.postgres_sql
+                    view.postgres_sql()
                 ))
             }
         };
@@ -362,10 +362,10 @@ fn mismatch_report(
     expected: &ResultSet,
     actual: &[Vec<Cell>],
 ) -> String {
-    let equivalent = if view.postgres_sql == view.sql {
+    let equivalent = if view.postgres_sql() == view.sql {
         String::new()
     } else {
-        format!("  PostgreSQL ran the equivalent: {}\n", view.postgres_sql)
+        format!("  PostgreSQL ran the equivalent: {}\n", view.postgres_sql())
     };
     format!(
         "view v{index} differs from PostgreSQL's {moment}\n  v{index}: {}\n{equivalent}{mismatch}expected (PostgreSQL, {} rows):\n{}actual (Fluxion, {} rows):\n{}",

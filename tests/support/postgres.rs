@@ -78,18 +78,29 @@ impl TestPostgres {
 
     /// A tokio-postgres connection string for database `postgres` as user `postgres`.
     pub fn connection_string(&self) -> String {
+        self.database_connection_string("postgres")
+    }
+
+    fn database_connection_string(&self, database: &str) -> String {
         format!(
-            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            "host=127.0.0.1 port={} user=postgres dbname={database}",
             self.port
         )
     }
 
     /// A client connected to database `postgres` as user `postgres`.
     pub async fn connect(&self) -> tokio_postgres::Client {
-        let (client, connection) =
-            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
-                .await
-                .expect("connect to PostgreSQL");
+        self.connect_to("postgres").await
+    }
+
+    /// A client connected to `database` as user `postgres`.
+    pub async fn connect_to(&self, database: &str) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(
+            &self.database_connection_string(database),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .expect("connect to PostgreSQL");
         tokio::spawn(async move {
             let _ = connection.await;
         });

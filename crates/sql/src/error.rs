@@ -141,7 +141,7 @@ fn classify_datafusion(e: DataFusionError) -> SqlError {
 
 fn classify_arrow(e: &ArrowError) -> SqlError {
     if let ArrowError::CastError(m) | ArrowError::ParseError(m) = e {
-        if let Some(error) = datetime_input_error(m).or_else(|| number_input_error(m)) {
+        if let Some(error) = input_error(m) {
             return error;
         }
     }
@@ -162,6 +162,21 @@ fn classify_arrow(e: &ArrowError) -> SqlError {
     }
 }
 
+/// Arrow's failure to read text as a value of a PostgreSQL type, as PostgreSQL reports it.
+/// `None` for other errors.
+fn input_error(message: &str) -> Option<SqlError> {
+    datetime_input_error(message).or_else(|| number_input_error(message))
+}
+
+/// The text and the Arrow type of Arrow's `Cannot cast string 'x' to value of Int32 type`
+/// (`Cannot cast value 'x' …` for booleans).
+fn failed_cast(message: &str) -> Option<(&str, &str)> {
+    message
+        .strip_prefix("Cannot cast string '")
+        .or_else(|| message.strip_prefix("Cannot cast value '"))?
+        .rsplit_once("' to value of ")
+}
+
 /// Arrow's failure to read text as a date, time or timestamp, as PostgreSQL reports it: text
 /// shaped like one whose fields are out of range (`2026-02-30`, `25:00`) is 22008, anything
 /// else (and text that is no interval) 22007 (`invalid input syntax for type date: "soon"`).
@@ -176,8 +191,7 @@ fn datetime_input_error(message: &str) -> Option<SqlError> {
         if let Some(rest) = message.strip_prefix("Error parsing timestamp from '") {
             ("timestamp", rest.split_once('\'')?.0)
         } else {
-            let rest = message.strip_prefix("Cannot cast string '")?;
-            let (value, target) = rest.rsplit_once("' to value of ")?;
+            let (value, target) = failed_cast(message)?;
             let type_name = match target {
                 t if t.starts_with("Date") => "date",
                 t if t.starts_with("Time32") || t.starts_with("Time64") => "time",
@@ -200,10 +214,7 @@ fn datetime_input_error(message: &str) -> Option<SqlError> {
 /// anything else 22P02 (`invalid input syntax for type integer: "ab"`). `None` for other
 /// errors.
 fn number_input_error(message: &str) -> Option<SqlError> {
-    let rest = message
-        .strip_prefix("Cannot cast string '")
-        .or_else(|| message.strip_prefix("Cannot cast value '"))?;
-    let (value, target) = rest.rsplit_once("' to value of ")?;
+    let (value, target) = failed_cast(message)?;
     let type_name = match target.split_whitespace().next()? {
         "Int16" => "smallint",
         "Int32" => "integer",
@@ -256,7 +267,7 @@ fn classify_message(message: &str) -> SqlError {
     let lower = message.to_lowercase();
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         SqlError::DivisionByZero
-    } else if let Some(error) = datetime_input_error(message) {
+    } else if let Some(error) = input_error(message) {
         error
     } else if lower.contains("non-boolean predicate") {
         SqlError::TypeMismatch(message.to_string())
