@@ -40,6 +40,8 @@ mod oracle;
 mod postgres;
 #[path = "differential_oracle/query.rs"]
 mod query;
+#[path = "differential_oracle/recursive.rs"]
+mod recursive;
 #[path = "differential_oracle/regressions.rs"]
 mod regressions;
 #[path = "differential_oracle/runner.rs"]

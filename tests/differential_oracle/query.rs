@@ -12,6 +12,7 @@ use super::expr::{
     column_or_literal, expr, literal, predicate, random_kind, Kind, Scope, ScopeColumn,
 };
 use super::model::Table;
+use super::recursive::recursive_query;
 use super::subquery::subquery_filter;
 
 /// A view's query, and the query the oracle runs for it: the same text except where
@@ -80,8 +81,9 @@ impl ViewQuery {
 
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
-    let query = match rng.random_range(0..19) {
+    let query = match rng.random_range(0..20) {
         0..=1 => select_filter(rng, tables),
+        19 => recursive_query(rng, tables),
         2..=3 => join_query(rng, tables),
         18 => asof_join_query(rng, tables),
         4..=6 => group_by_query(rng, tables),
@@ -107,7 +109,7 @@ pub(super) struct From {
 }
 
 /// The columns of `table` under `alias`.
-fn scope_of(table: &Table, alias: &str) -> Scope {
+pub(super) fn scope_of(table: &Table, alias: &str) -> Scope {
     Scope {
         columns: table
             .columns
@@ -210,7 +212,7 @@ fn maybe_where(rng: &mut StdRng, scope: &Scope) -> String {
 }
 
 /// `SELECT exprs FROM t [WHERE p]`.
-fn select_filter(rng: &mut StdRng, tables: &[Table]) -> Query {
+pub(super) fn select_filter(rng: &mut StdRng, tables: &[Table]) -> Query {
     let from = single_table(rng, tables, "x0");
     let outputs = select_exprs(rng, &from.scope);
     let filter = maybe_where(rng, &from.scope);

@@ -109,6 +109,12 @@ fn write_plan(plan: &Plan, depth: usize, out: &mut String) {
             )
         }
         Plan::Distinct { .. } => writeln!(out, "{pad}Distinct"),
+        Plan::Recursive { name, distinct, .. } => writeln!(
+            out,
+            "{pad}Recursive {name} (UNION{})",
+            if *distinct { "" } else { " ALL" }
+        ),
+        Plan::RecursiveRef { name, .. } => writeln!(out, "{pad}RecursiveRef {name}"),
         Plan::Union { inputs, .. } => writeln!(out, "{pad}Union ({} inputs)", inputs.len()),
         Plan::TopK {
             group_by,

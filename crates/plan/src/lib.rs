@@ -230,6 +230,31 @@ pub enum Plan {
         /// The output schema: the input's columns, then one per function.
         schema: SchemaRef,
     },
+    /// `WITH RECURSIVE`: the least fixed point of `rows = base ∪ step(rows)`, where `step`
+    /// reads `rows` through [`Plan::RecursiveRef`] nodes naming this query. With `distinct`
+    /// (`UNION`) every row is kept once; without it (`UNION ALL`) `step` must be linear in its
+    /// reference (PostgreSQL's rules for a recursive term ensure it), so the result is
+    /// `base`, `step(base)`, `step(step(base))`, … added up, as PostgreSQL computes it.
+    Recursive {
+        /// The query's name, which the references in `step` carry.
+        name: String,
+        /// The non-recursive term.
+        base: Box<Plan>,
+        /// The recursive term.
+        step: Box<Plan>,
+        /// `UNION` (each row once) rather than `UNION ALL`.
+        distinct: bool,
+        /// The output schema (the base's).
+        schema: SchemaRef,
+    },
+    /// The rows of the enclosing [`Plan::Recursive`] named `name`, as of its previous
+    /// iteration.
+    RecursiveRef {
+        /// The recursive query's name.
+        name: String,
+        /// Its schema.
+        schema: SchemaRef,
+    },
     /// The input's updates, and each row retracted just after it closes (see
     /// [`window_close`]); changes to closed rows are dropped. Below the aggregation of an
     /// `EMIT ON WINDOW CLOSE`, it makes the aggregation forget the windows emitted.
@@ -447,6 +472,8 @@ impl Plan {
             | Plan::Reduce { schema, .. }
             | Plan::Union { schema, .. }
             | Plan::Session { schema, .. }
+            | Plan::Recursive { schema, .. }
+            | Plan::RecursiveRef { schema, .. }
             | Plan::Window { schema, .. } => schema,
             Plan::Distinct { input }
             | Plan::TopK { input, .. }
@@ -459,7 +486,7 @@ impl Plan {
     /// The plans this node reads, in order.
     pub fn inputs(&self) -> Vec<&Plan> {
         match self {
-            Plan::Get { .. } | Plan::Constant { .. } => Vec::new(),
+            Plan::Get { .. } | Plan::Constant { .. } | Plan::RecursiveRef { .. } => Vec::new(),
             Plan::Map { input, .. }
             | Plan::Unnest { input, .. }
             | Plan::Reduce { input, .. }
@@ -473,6 +500,7 @@ impl Plan {
             Plan::Join { left, right, .. }
             | Plan::AsOfJoin { left, right, .. }
             | Plan::LookupJoin { left, right, .. } => vec![left, right],
+            Plan::Recursive { base, step, .. } => vec![base, step],
             Plan::Union { inputs, .. } => inputs.iter().collect(),
         }
     }
@@ -501,6 +529,22 @@ impl Plan {
             }
         });
         ids.into_iter().collect()
+    }
+
+    /// How many times the plan reads the recursive query `name` (references inside a nested
+    /// recursive query of the same name read that one instead).
+    pub fn recursive_references(&self, name: &str) -> usize {
+        match self {
+            Plan::RecursiveRef { name: read, .. } => usize::from(read == name),
+            Plan::Recursive {
+                name: inner, base, ..
+            } if inner == name => base.recursive_references(name),
+            _ => self
+                .inputs()
+                .into_iter()
+                .map(|input| input.recursive_references(name))
+                .sum(),
+        }
     }
 
     /// Calls `f` on this node and every node below it.

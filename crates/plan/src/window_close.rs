@@ -360,6 +360,8 @@ fn column_bounds(
         }
         // A temporal filter retracts rows as the clock moves, whatever their times.
         Plan::Constant { .. } | Plan::TemporalFilter { .. } => {}
+        // A recursive query's rows derive from each other, without a bound on their times.
+        Plan::Recursive { .. } | Plan::RecursiveRef { .. } => {}
         // A right row still to come can change the match of left rows of any time.
         Plan::AsOfJoin { .. } => {}
         // Left rows look up whatever the right side holds: nothing bounds either.

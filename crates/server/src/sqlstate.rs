@@ -65,6 +65,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::TypeMismatch(_) => "42804",
         SqlError::InconsistentParameterType { .. } => "42P08",
         SqlError::GroupingError(_) => "42803",
+        SqlError::InvalidRecursion(_) => "42P19",
         SqlError::CardinalityViolation(_) => "21000",
         SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
         SqlError::InvalidStatement(_) => "42000",

@@ -29,6 +29,9 @@ pub enum SqlError {
     /// A column used outside GROUP BY or an aggregate.
     #[error("{0}")]
     GroupingError(String),
+    /// A `WITH RECURSIVE` whose recursive term breaks PostgreSQL's rules for one.
+    #[error("{0}")]
+    InvalidRecursion(String),
     /// A subquery used as a value returned more than one row.
     #[error("{0}")]
     CardinalityViolation(String),

@@ -65,11 +65,19 @@ impl<'a> PlanContext<'a> {
         self.plan_prepared(statement).await
     }
 
-    /// Plans a statement as it is (already prepared, as stored SQL is).
+    /// Plans a statement as it is (already prepared, as stored SQL is), its recursive queries
+    /// checked against PostgreSQL's rules ([`crate::recursive_queries`]).
     pub(crate) async fn plan_prepared(
         &self,
         statement: ast::Statement,
     ) -> Result<LogicalPlan, SqlError> {
+        let plan = self.plan_statement(statement).await?;
+        crate::recursive_queries::check(&plan)?;
+        Ok(plan)
+    }
+
+    /// Plans a statement, its parameters typed as given if they are.
+    async fn plan_statement(&self, statement: ast::Statement) -> Result<LogicalPlan, SqlError> {
         if self.parameter_types.is_empty() {
             return Ok(self
                 .state

@@ -20,31 +20,58 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use differential_dataflow::lattice::Lattice;
 use differential_dataflow::{AsCollection, VecCollection};
 use plan::{JoinKind, Plan, ScalarExpr};
-use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
+use repr::{Diff, GlobalId, Row, RowCodec};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::order::Product;
+use timely::progress::Timestamp;
 
 use super::evaluate::RowEvaluator;
-use super::{codec, RenderError, RowCollection, Update};
+use super::{codec, RenderError, RowCollection, Rows, Update};
 use crate::arrangement::{RowBatcher, RowSpine};
 use crate::errors::DataflowErrors;
 use crate::row_container::RowRef;
 
-pub(super) type KeyedRows<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+/// Rows with their join key.
+pub(super) type KeyedRows<'s, T = repr::Timestamp> = VecCollection<'s, T, (Row, Row), Diff>;
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
-type MaybeKeyedRows<'s> = VecCollection<'s, Timestamp, (Option<Row>, Row), Diff>;
-type Pairs<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+type MaybeKeyedRows<'s, T> = VecCollection<'s, T, (Option<Row>, Row), Diff>;
+/// Matched `(left, right)` rows.
+pub(super) type Pairs<'s, T> = VecCollection<'s, T, (Row, Row), Diff>;
+
+/// The times rows are joined at: a dataflow's own, or those of an iteration inside it.
+pub(crate) trait JoinTime: Timestamp + Lattice {
+    /// The pairs of `left` and `right` rows with equal keys, both sides arranged by key.
+    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self>;
+}
+
+impl JoinTime for repr::Timestamp {
+    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self> {
+        left.arrange_named::<RowBatcher, RowSpine>("JoinLeft", RowBatcher::new)
+            .join_core(
+                right.arrange_named::<RowBatcher, RowSpine>("JoinRight", RowBatcher::new),
+                |_key, l: RowRef, r: RowRef| Some((l.to_row(), r.to_row())),
+            )
+    }
+}
+
+impl JoinTime for Product<repr::Timestamp, u64> {
+    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self> {
+        left.join_map(right, |_key, l, r| (l.clone(), r.clone()))
+    }
+}
 
 /// Renders a [`Plan::Join`] over the already rendered inputs.
-pub(crate) fn render<'s>(
-    left: RowCollection<'s>,
-    right: RowCollection<'s>,
+pub(crate) fn render<'s, T: JoinTime>(
+    left: Rows<'s, T>,
+    right: Rows<'s, T>,
     plan: &Plan,
     errors: (GlobalId, DataflowErrors),
-) -> Result<RowCollection<'s>, RenderError> {
+) -> Result<Rows<'s, T>, RenderError> {
     let Plan::Join {
         left: left_plan,
         right: right_plan,
@@ -61,7 +88,7 @@ pub(crate) fn render<'s>(
     };
     let left_schema = left_plan.schema();
     let right_schema = right_plan.schema();
-    let keyer = |rows: RowCollection<'s>, schema: &SchemaRef, exprs: &[ScalarExpr]| {
+    let keyer = |rows: Rows<'s, T>, schema: &SchemaRef, exprs: &[ScalarExpr]| {
         key_by(
             rows,
             codec(schema)?,
@@ -78,13 +105,8 @@ pub(crate) fn render<'s>(
 
     let pair_schema = concat_schema(left_schema, right_schema);
     let matched_pairs =
-        |left: KeyedRows<'s>, right: KeyedRows<'s>| -> Result<Pairs<'s>, RenderError> {
-            let pairs = left
-                .arrange_named::<RowBatcher, RowSpine>("JoinLeft", RowBatcher::new)
-                .join_core(
-                    right.arrange_named::<RowBatcher, RowSpine>("JoinRight", RowBatcher::new),
-                    |_key, l: RowRef, r: RowRef| Some((l.to_row(), r.to_row())),
-                );
+        |left: KeyedRows<'s, T>, right: KeyedRows<'s, T>| -> Result<Pairs<'s, T>, RenderError> {
+            let pairs = T::matched_pairs(left, right);
             match filter {
                 Some(filter) => {
                     filter_pairs(pairs, codec(&pair_schema)?, filter.clone(), errors.clone())
@@ -93,11 +115,11 @@ pub(crate) fn render<'s>(
             }
         };
     // Left rows with at least one match, with their multiplicity in `left`.
-    let semi = |left_all: RowCollection<'s>,
-                left_matchable: KeyedRows<'s>,
-                pairs: Option<Pairs<'s>>,
-                right_matchable: KeyedRows<'s>|
-     -> RowCollection<'s> {
+    let semi = |left_all: Rows<'s, T>,
+                left_matchable: KeyedRows<'s, T>,
+                pairs: Option<Pairs<'s, T>>,
+                right_matchable: KeyedRows<'s, T>|
+     -> Rows<'s, T> {
         match pairs {
             Some(pairs) if filter.is_some() => {
                 let matched_rows = pairs.map(|(l, _)| l).distinct_core::<Diff>();
@@ -195,21 +217,21 @@ fn concat_schema(left: &SchemaRef, right: &SchemaRef) -> SchemaRef {
 
 /// Pairs each row with its join key; the key is `None` when it holds a NULL and NULLs match
 /// nothing.
-fn key_by<'s>(
-    rows: RowCollection<'s>,
+fn key_by<'s, T: Timestamp>(
+    rows: Rows<'s, T>,
     input: RowCodec,
     key: RowCodec,
     exprs: Vec<ScalarExpr>,
     nulls_equal: bool,
     errors: (GlobalId, DataflowErrors),
-) -> Result<MaybeKeyedRows<'s>, RenderError> {
+) -> Result<MaybeKeyedRows<'s, T>, RenderError> {
     let (dataflow, errors) = errors;
     let key_schema = key.schema().clone();
     let evaluator = RowEvaluator::new(input, key, None, exprs);
     let null_key_detector = codec(&key_schema)?;
     Ok(rows
         .inner
-        .unary::<CapacityContainerBuilder<Vec<((Option<Row>, Row), Timestamp, Diff)>>, _, _, _>(
+        .unary::<CapacityContainerBuilder<Vec<((Option<Row>, Row), T, Diff)>>, _, _, _>(
             Pipeline,
             "JoinKey",
             move |_, _| {
@@ -231,7 +253,7 @@ fn key_by<'s>(
                             let (row, t, d) = &data[index];
                             session.give((
                                 (if is_null { None } else { Some(key) }, row.clone()),
-                                *t,
+                                t.clone(),
                                 *d,
                             ));
                         }
@@ -324,7 +346,9 @@ fn has_null<'a>(key: &RowCodec, keys: impl Iterator<Item = &'a Row>) -> Vec<bool
 }
 
 /// Separates rows that can match (`(key, row)`) from rows whose key holds a NULL.
-fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollection<'s>) {
+fn split_null_keys<'s, T: Timestamp>(
+    keyed: MaybeKeyedRows<'s, T>,
+) -> (KeyedRows<'s, T>, Rows<'s, T>) {
     let matchable = keyed
         .clone()
         .flat_map(|(key, row)| key.map(|key| (key, row)));
@@ -333,26 +357,26 @@ fn split_null_keys<'s>(keyed: MaybeKeyedRows<'s>) -> (KeyedRows<'s>, RowCollecti
 }
 
 /// Keeps the pairs whose concatenated row satisfies `filter`.
-fn filter_pairs<'s>(
-    pairs: Pairs<'s>,
+fn filter_pairs<'s, T: Timestamp>(
+    pairs: Pairs<'s, T>,
     pair_codec: RowCodec,
     filter: ScalarExpr,
     errors: (GlobalId, DataflowErrors),
-) -> Result<Pairs<'s>, RenderError> {
+) -> Result<Pairs<'s, T>, RenderError> {
     let (dataflow, errors) = errors;
     let nothing = codec(&Arc::new(Schema::empty()))?;
     let evaluator = RowEvaluator::new(pair_codec, nothing, Some(filter), Vec::new());
     Ok(pairs
         .inner
-        .unary::<CapacityContainerBuilder<Vec<((Row, Row), Timestamp, Diff)>>, _, _, _>(
+        .unary::<CapacityContainerBuilder<Vec<((Row, Row), T, Diff)>>, _, _, _>(
             Pipeline,
             "JoinFilter",
             move |_, _| {
                 move |input, output| {
                     input.for_each(|time, data| {
-                        let joined: Vec<Update> = data
+                        let joined: Vec<Update<T>> = data
                             .iter()
-                            .map(|((l, r), t, d)| (l.concat(r), *t, *d))
+                            .map(|((l, r), t, d)| (l.concat(r), t.clone(), *d))
                             .collect();
                         let evaluated = evaluator.evaluate(joined.iter().map(|(row, _, _)| row));
                         if let Some((_, error)) = evaluated.failures.first() {

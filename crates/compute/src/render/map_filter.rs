@@ -11,20 +11,21 @@ use repr::{GlobalId, Row, RowCodec};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::progress::Timestamp;
 
 use super::evaluate::RowEvaluator;
-use super::{codec, RenderError, RowCollection, Update};
+use super::{codec, RenderError, RowCollection, Rows, Update};
 use crate::errors::DataflowErrors;
 
 /// Renders `predicate` and `projection` over `input`.
-pub(crate) fn render<'s>(
-    input: RowCollection<'s>,
+pub(crate) fn render<'s, T: Timestamp>(
+    input: Rows<'s, T>,
     input_schema: &SchemaRef,
     predicate: Option<ScalarExpr>,
     projection: Vec<ScalarExpr>,
     output_schema: &SchemaRef,
     errors: (GlobalId, DataflowErrors),
-) -> Result<RowCollection<'s>, RenderError> {
+) -> Result<Rows<'s, T>, RenderError> {
     Ok(render_evaluator(
         input,
         evaluator(input_schema, predicate, projection, output_schema)?,
@@ -49,14 +50,14 @@ pub(crate) fn evaluator(
 }
 
 /// Renders the map and filter of `evaluator` over `input`.
-pub(crate) fn render_evaluator<'s>(
-    input: RowCollection<'s>,
+pub(crate) fn render_evaluator<'s, T: Timestamp>(
+    input: Rows<'s, T>,
     evaluator: RowEvaluator,
     errors: (GlobalId, DataflowErrors),
-) -> RowCollection<'s> {
+) -> Rows<'s, T> {
     input
         .inner
-        .unary::<CapacityContainerBuilder<Vec<Update>>, _, _, _>(
+        .unary::<CapacityContainerBuilder<Vec<Update<T>>>, _, _, _>(
             Pipeline,
             "MapFilter",
             move |_, _| {
@@ -67,7 +68,7 @@ pub(crate) fn render_evaluator<'s>(
                         let mut session = output.session(&time);
                         for (index, row) in evaluated.rows {
                             let (_, t, d) = &data[index];
-                            session.give((row, *t, *d));
+                            session.give((row, t.clone(), *d));
                         }
                     });
                 }
@@ -78,10 +79,10 @@ pub(crate) fn render_evaluator<'s>(
 
 /// Counts the rows of `data` whose expressions failed (`failures`: their indices and errors)
 /// against the dataflow, with the first error.
-pub(crate) fn record_failures(
+pub(crate) fn record_failures<T>(
     (dataflow, errors): &(GlobalId, DataflowErrors),
     failures: &[(usize, String)],
-    data: &[Update],
+    data: &[Update<T>],
 ) {
     if let Some((_, error)) = failures.first() {
         let rows: i64 = failures.iter().map(|(i, _)| data[*i].2).sum();

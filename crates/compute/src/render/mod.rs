@@ -12,6 +12,7 @@ mod join;
 mod lookup_join;
 mod map_filter;
 mod monotonic_top_k;
+mod recursive;
 mod reduce;
 mod session;
 mod temporal_filter;
@@ -39,10 +40,24 @@ use window_close::CloseMode;
 pub(crate) use map_filter::render_key_by;
 
 /// One update: a row, the time it happens, and its change in multiplicity.
-pub(crate) type Update = (Row, Timestamp, Diff);
+pub(crate) type Update<T = Timestamp> = (Row, T, Diff);
 
-/// A collection of rows inside a dataflow under construction.
-pub(crate) type RowCollection<'s> = VecCollection<'s, Timestamp, Row, Diff>;
+/// A collection of rows inside a dataflow under construction, at times `T`: the dataflow's
+/// own, or those of an iteration inside it (see [`recursive`]).
+pub(crate) type Rows<'s, T> = VecCollection<'s, T, Row, Diff>;
+
+/// A collection of rows at the dataflow's own times.
+pub(crate) type RowCollection<'s> = Rows<'s, Timestamp>;
+
+/// The multiset sum of `collections` (UNION ALL).
+fn union<T: timely::progress::Timestamp + differential_dataflow::lattice::Lattice>(
+    mut collections: Vec<Rows<'_, T>>,
+) -> Result<Rows<'_, T>, RenderError> {
+    let first = collections
+        .pop()
+        .ok_or_else(|| RenderError("UNION of no inputs".into()))?;
+    Ok(first.concatenate(collections))
+}
 
 /// A plan that cannot be rendered.
 #[derive(Debug)]
@@ -211,16 +226,12 @@ impl<'s> RenderContext<'s, '_> {
                 reduce::render(self.scope, rows, reduce_input, spec, errors)
             }
             Plan::Distinct { input } => Ok(self.render(input)?.distinct_core::<Diff>()),
-            Plan::Union { inputs, .. } => {
-                let mut collections = inputs
+            Plan::Union { inputs, .. } => union(
+                inputs
                     .iter()
                     .map(|input| self.render(input))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let first = collections
-                    .pop()
-                    .ok_or_else(|| RenderError("UNION of no inputs".into()))?;
-                Ok(first.concatenate(collections))
-            }
+                    .collect::<Result<_, _>>()?,
+            ),
             Plan::TopK {
                 input,
                 group_by,
@@ -283,6 +294,19 @@ impl<'s> RenderContext<'s, '_> {
                 };
                 window::render(rows, spec, (self.dataflow, self.errors.clone()))
             }
+            Plan::Recursive {
+                name,
+                base,
+                step,
+                distinct,
+                ..
+            } => {
+                let base_rows = self.render(base)?;
+                recursive::render(self, base_rows, name, step, *distinct)
+            }
+            Plan::RecursiveRef { name, .. } => Err(RenderError(format!(
+                "a reference to the recursive query {name} outside its recursive term"
+            ))),
             Plan::EmitOnWindowClose { input, closing } => {
                 self.render_closing(input, closing, CloseMode::Emit)
             }
@@ -342,7 +366,9 @@ impl<'s> RenderContext<'s, '_> {
             Plan::Reduce { .. }
             | Plan::Distinct { .. }
             | Plan::TopK { .. }
-            | Plan::Window { .. } => false,
+            | Plan::Window { .. }
+            | Plan::Recursive { .. }
+            | Plan::RecursiveRef { .. } => false,
         }
     }
 

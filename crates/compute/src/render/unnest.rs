@@ -12,18 +12,19 @@ use differential_dataflow::AsCollection;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::progress::Timestamp;
 
-use super::{codec, RenderError, RowCollection, Update};
+use super::{codec, RenderError, Rows, Update};
 
 /// Renders the unnesting of list column `column` of `input` (rows of `input_schema`) into
 /// rows of `output_schema`; a NULL list gives one row with a NULL element if `keep_null`.
-pub(crate) fn render<'s>(
-    input: RowCollection<'s>,
+pub(crate) fn render<'s, T: Timestamp>(
+    input: Rows<'s, T>,
     input_schema: &SchemaRef,
     column: usize,
     keep_null: bool,
     output_schema: &SchemaRef,
-) -> Result<RowCollection<'s>, RenderError> {
+) -> Result<Rows<'s, T>, RenderError> {
     let list_type = input_schema
         .fields()
         .get(column)
@@ -37,32 +38,36 @@ pub(crate) fn render<'s>(
     let output_codec = codec(output_schema)?;
     Ok(input
         .inner
-        .unary::<CapacityContainerBuilder<Vec<Update>>, _, _, _>(Pipeline, "Unnest", move |_, _| {
-            move |input, output| {
-                input.for_each(|time, data| {
-                    let expand = || -> Result<_, String> {
-                        let batch = input_codec
-                            .decode(data.iter().map(|(row, _, _)| row))
-                            .map_err(|e| e.to_string())?;
-                        let (sources, columns) =
-                            unnest(&batch, column, keep_null).map_err(|e| e.to_string())?;
-                        let rows = output_codec
-                            .encode_columns(&columns, sources.len())
-                            .map_err(|e| e.to_string())?;
-                        Ok(sources.into_iter().zip(rows))
-                    };
-                    // Rows this dataflow encoded decode with the same schema, and the
-                    // elements have the output column's type.
-                    let expanded =
-                        expand().expect("invariant: unnested rows encode with their schema");
-                    let mut session = output.session(&time);
-                    for (source, row) in expanded {
-                        let (_, t, d) = &data[source];
-                        session.give((row, *t, *d));
-                    }
-                });
-            }
-        })
+        .unary::<CapacityContainerBuilder<Vec<Update<T>>>, _, _, _>(
+            Pipeline,
+            "Unnest",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each(|time, data| {
+                        let expand = || -> Result<_, String> {
+                            let batch = input_codec
+                                .decode(data.iter().map(|(row, _, _)| row))
+                                .map_err(|e| e.to_string())?;
+                            let (sources, columns) =
+                                unnest(&batch, column, keep_null).map_err(|e| e.to_string())?;
+                            let rows = output_codec
+                                .encode_columns(&columns, sources.len())
+                                .map_err(|e| e.to_string())?;
+                            Ok(sources.into_iter().zip(rows))
+                        };
+                        // Rows this dataflow encoded decode with the same schema, and the
+                        // elements have the output column's type.
+                        let expanded =
+                            expand().expect("invariant: unnested rows encode with their schema");
+                        let mut session = output.session(&time);
+                        for (source, row) in expanded {
+                            let (_, t, d) = &data[source];
+                            session.give((row, t.clone(), *d));
+                        }
+                    });
+                }
+            },
+        )
         .as_collection())
 }
 

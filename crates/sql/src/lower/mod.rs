@@ -10,6 +10,7 @@ mod aggregate;
 mod asof;
 mod join;
 mod projections;
+mod recursive;
 mod session;
 mod sort;
 mod window;
@@ -163,10 +164,7 @@ impl Lowerer<'_> {
             LogicalPlan::Values(values) => self.lower_values(&values.values, &values.schema),
             LogicalPlan::Window(window) => self.lower_window(window),
             LogicalPlan::Unnest(unnest) => self.lower_unnest(unnest),
-            LogicalPlan::RecursiveQuery(_) => Err(SqlError::not_incremental(
-                "WITH RECURSIVE",
-                "not maintained incrementally yet",
-            )),
+            LogicalPlan::RecursiveQuery(query) => self.lower_recursive(query),
             LogicalPlan::Subquery(_) => Err(SqlError::not_incremental(
                 "this subquery",
                 "it could not be turned into a join",
@@ -202,16 +200,24 @@ impl Lowerer<'_> {
 
     fn lower_scan(&self, scan: &TableScan) -> Result<Plan, SqlError> {
         let provider = source_as_provider(&scan.source)?;
-        let relation = as_relation(provider.as_ref()).ok_or_else(|| {
-            SqlError::not_incremental(
-                format!("relation \"{}\"", scan.table_name),
-                "it is not a table, source or materialized view",
-            )
-        })?;
         let full_schema = provider.schema();
-        let mut plan = Plan::Get {
-            id: relation.id,
-            schema: full_schema.clone(),
+        let mut plan = match crate::recursive_queries::working_table_of(scan) {
+            Some(name) => Plan::RecursiveRef {
+                name,
+                schema: full_schema.clone(),
+            },
+            None => {
+                let relation = as_relation(provider.as_ref()).ok_or_else(|| {
+                    SqlError::not_incremental(
+                        format!("relation \"{}\"", scan.table_name),
+                        "it is not a table, source or materialized view",
+                    )
+                })?;
+                Plan::Get {
+                    id: relation.id,
+                    schema: full_schema.clone(),
+                }
+            }
         };
         let full_df_schema =
             DFSchema::try_from_qualified_schema(scan.table_name.clone(), &full_schema)?;
@@ -438,6 +444,20 @@ fn with_schema(plan: Plan, schema: SchemaRef) -> Plan {
             schema,
         },
         Plan::Union { inputs, .. } => Plan::Union { inputs, schema },
+        Plan::Recursive {
+            name,
+            base,
+            step,
+            distinct,
+            ..
+        } => Plan::Recursive {
+            name,
+            base,
+            step,
+            distinct,
+            schema,
+        },
+        Plan::RecursiveRef { name, .. } => Plan::RecursiveRef { name, schema },
         mut join @ (Plan::AsOfJoin { .. } | Plan::LookupJoin { .. }) => {
             if let Plan::AsOfJoin { schema: old, .. } | Plan::LookupJoin { schema: old, .. } =
                 &mut join
