@@ -41,7 +41,7 @@ pub(super) type KeyedRows<'s, T = repr::Timestamp> = VecCollection<'s, T, (Row, 
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
 type MaybeKeyedRows<'s, T> = VecCollection<'s, T, (Option<Row>, Row), Diff>;
 /// Matched `(left, right)` rows.
-pub(super) type Pairs<'s, T> = VecCollection<'s, T, (Row, Row), Diff>;
+type Pairs<'s, T> = VecCollection<'s, T, (Row, Row), Diff>;
 
 /// The times rows are joined at: a dataflow's own, or those of an iteration inside it.
 pub(crate) trait JoinTime: Timestamp + Lattice {

@@ -149,21 +149,23 @@ fn stop_at_limit(
             move |_, _| {
                 move |input, output| {
                     input.for_each(|time, data| {
-                        let (kept, beyond): (Vec<_>, Vec<_>) = data
-                            .drain(..)
-                            .partition(|(_, t, _)| t.inner < ITERATION_LIMIT);
-                        if !beyond.is_empty() {
-                            let rows = beyond.iter().map(|(_, _, d)| d).sum();
+                        let mut session = output.session(&time);
+                        let (mut beyond, mut rows) = (0u64, 0);
+                        for update in data.drain(..) {
+                            if update.1.inner < ITERATION_LIMIT {
+                                session.give(update);
+                            } else {
+                                beyond += 1;
+                                rows += update.2;
+                            }
+                        }
+                        if beyond > 0 {
                             let error = format!(
                                 "WITH RECURSIVE did not reach a fixed point within \
                                  {ITERATION_LIMIT} iterations; the view holds the rows derived \
                                  until then"
                             );
-                            errors.record(dataflow, rows, 1, &error);
-                        }
-                        let mut session = output.session(&time);
-                        for update in kept {
-                            session.give(update);
+                            errors.record(dataflow, rows, beyond, &error);
                         }
                     });
                 }

@@ -9,6 +9,7 @@
 //! aggregate or a window function to each iteration's new rows alone, which a fixed point
 //! does not model.)
 
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::logical_expr::RecursiveQuery;
 use plan::Plan;
 
@@ -21,19 +22,15 @@ impl Lowerer<'_> {
         let step = self.lower(&query.recursive_term)?;
         check_step(&step, &query.name)?;
         let schema = arrow_schema(&query.schema);
-        for (position, field) in schema.fields().iter().enumerate() {
-            let types = [base.schema(), step.schema()]
-                .map(|s| s.fields().get(position).map(|f| f.data_type().clone()));
-            if types.iter().any(|t| t.as_ref() != Some(field.data_type())) {
-                return Err(SqlError::TypeMismatch(format!(
-                    "recursive query \"{}\" column {} has type {:?} in non-recursive term but \
-                     type {:?} overall",
-                    query.name,
-                    position + 1,
-                    types[0],
-                    field.data_type()
-                )));
-            }
+        // DataFusion casts the recursive term to the non-recursive term's types; the iteration
+        // feeds one's rows to the other, so they must be encoded alike.
+        let types = |s: &SchemaRef| s.fields().iter().map(|f| f.data_type().clone()).collect();
+        let expected: Vec<_> = types(&schema);
+        if types(base.schema()) != expected || types(step.schema()) != expected {
+            return Err(SqlError::Internal(format!(
+                "the terms of recursive query \"{}\" differ in type",
+                query.name
+            )));
         }
         Ok(Plan::Recursive {
             name: query.name.clone(),
