@@ -638,30 +638,27 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
         .collect();
     let partitions = rng.random_range(0..=columns.len().min(2));
     let (partition, order) = columns.split_at(partitions);
-    let over = {
-        let partition = match partition {
-            [] => String::new(),
-            columns => format!(
-                "PARTITION BY {} ",
-                columns
-                    .iter()
-                    .map(|i| format!("b.o{i}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let order = match order {
-            [] => String::new(),
-            columns => format!(
-                "ORDER BY {}",
-                columns
-                    .iter()
-                    .map(|i| sort_key(rng, &format!("b.o{i}")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        format!("OVER ({partition}{order})")
+    let partition = match partition {
+        [] => String::new(),
+        columns => format!(
+            "PARTITION BY {} ",
+            columns
+                .iter()
+                .map(|i| format!("b.o{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let order_by = match order {
+        [] => String::new(),
+        columns => format!(
+            "ORDER BY {}",
+            columns
+                .iter()
+                .map(|i| sort_key(rng, &format!("b.o{i}")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     let integers: Vec<usize> = order
         .iter()
@@ -674,19 +671,45 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
         .collect::<Vec<_>>();
     if exact {
         functions.push("row_number()".into());
+        functions.push("ntile(3)".into());
         if let Some(i) = integers.choose(rng) {
             functions.push(format!("sum(b.o{i})"));
             functions.push(format!("lag(b.o{i})"));
             functions.push(format!("lead(b.o{i}, 2, -1)"));
+            functions.push(format!("first_value(b.o{i})"));
+            functions.push(format!("last_value(b.o{i})"));
+            functions.push(format!("nth_value(b.o{i}, 2)"));
         }
     }
     let columns: Vec<String> = (0..base.outputs.len()).map(|i| format!("b.o{i}")).collect();
     let n = base.outputs.len();
     let mut outputs = base.outputs.clone();
     outputs.push(Some(Kind::Int));
+    let (function, top) = if exact && rng.random_bool(0.4) {
+        ("row_number()".to_string(), Some(rng.random_range(1..=3)))
+    } else {
+        (functions.choose(rng).unwrap().clone(), None)
+    };
+    let over = format!(
+        "OVER ({partition}{order_by}{})",
+        window_frame(rng, &function, exact && !order.is_empty())
+    );
+    // Beside a top-k's row number, sometimes a function that reaches rows after its own,
+    // computed over the same window for the rows within the limit.
+    let beside = match (top, integers.choose(rng)) {
+        (Some(_), Some(i)) if rng.random_bool(0.5) => {
+            outputs.push(Some(Kind::Int));
+            let function = [format!("lead(b.o{i}, 2, -1)"), format!("sum(b.o{i})")]
+                .choose(rng)
+                .unwrap()
+                .clone();
+            format!(", {function} OVER ({partition}{order_by}) AS o{}", n + 1)
+        }
+        _ => String::new(),
+    };
     let wrap = |inner: &str, function: &str, top: Option<u32>| {
         let windowed = format!(
-            "SELECT {}, {function} {over} AS o{n} FROM ({inner}) AS b",
+            "SELECT {}, {function} {over} AS o{n}{beside} FROM ({inner}) AS b",
             columns.join(", ")
         );
         match top {
@@ -694,17 +717,37 @@ fn window_functions(rng: &mut StdRng, tables: &[Table]) -> Query {
             None => windowed,
         }
     };
-    let (function, top) = if exact && rng.random_bool(0.4) {
-        ("row_number()".to_string(), Some(rng.random_range(1..=3)))
-    } else {
-        (functions.choose(rng).unwrap().clone(), None)
-    };
     Query {
         oracle_sql: base.oracle_sql.map(|q| wrap(&q, &function, top)),
         is_beyond_postgres: base.is_beyond_postgres,
         sql: wrap(&base.sql, &function, top),
         outputs,
     }
+}
+
+/// Sometimes a frame for `function` (if it is one that a frame changes, and the order is
+/// total, so that which rows a `ROWS` frame holds is determined).
+fn window_frame(rng: &mut StdRng, function: &str, total_order: bool) -> String {
+    let framed = [
+        "sum(",
+        "count(",
+        "first_value(",
+        "last_value(",
+        "nth_value(",
+    ];
+    if !total_order || !framed.iter().any(|f| function.starts_with(f)) || rng.random_bool(0.5) {
+        return String::new();
+    }
+    let frames = [
+        "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING",
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING",
+        "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+        "ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING",
+        "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+        "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+    ];
+    format!(" {}", frames.choose(rng).unwrap())
 }
 
 /// `column` in a random direction, NULLs first or last at random.

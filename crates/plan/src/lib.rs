@@ -273,6 +273,8 @@ pub struct WindowFunction {
     pub expr: Arc<dyn WindowExpr>,
     /// What the function computes, as far as planning cares.
     pub kind: WindowFunctionKind,
+    /// The rows around a row in its partition's order that its value depends on.
+    pub reach: WindowReach,
 }
 
 /// What a window function computes, as far as planning cares.
@@ -280,20 +282,82 @@ pub struct WindowFunction {
 pub enum WindowFunctionKind {
     /// `row_number()`: the row's position in its partition, from 1.
     RowNumber,
-    /// `rank()` or `dense_rank()`: a row's value depends only on the rows before it.
-    Rank,
-    /// Anything else (aggregates over frames, `lag`, `lead`, …).
+    /// Anything else (ranks, aggregates over frames, `lag`, `lead`, …).
     Other,
 }
 
-impl WindowFunctionKind {
-    /// Whether the function's value for a row depends only on that row and the rows before
-    /// it, so that the first rows of a partition can be computed without the rest.
+/// The rows around a row, in its partition's order, that a window function's value for the
+/// row depends on (besides the row itself): a change to any other row leaves the value as it
+/// was. `rank()` reaches every row before and none after; `lag(x, 2)` two rows before; a sum
+/// over `ROWS BETWEEN 1 PRECEDING AND CURRENT ROW` one row before; one over the default
+/// `RANGE` frame every row before and the row's peers after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowReach {
+    /// How far it reaches towards the partition's start.
+    pub preceding: Extent,
+    /// How far it reaches towards the partition's end.
+    pub following: Extent,
+}
+
+impl WindowReach {
+    /// Every row of the partition (`ntile`, `cume_dist`, a frame to the partition's end).
+    pub const WHOLE_PARTITION: WindowReach = WindowReach {
+        preceding: Extent::Unbounded,
+        following: Extent::Unbounded,
+    };
+
+    /// The reach of several functions computed together.
+    pub fn join(self, other: WindowReach) -> WindowReach {
+        WindowReach {
+            preceding: self.preceding.join(other.preceding),
+            following: self.following.join(other.following),
+        }
+    }
+
+    /// Whether a row's value depends on no row after it, so that the first rows of a
+    /// partition can be computed without the rest.
     pub fn is_prefix_determined(self) -> bool {
-        matches!(
-            self,
-            WindowFunctionKind::RowNumber | WindowFunctionKind::Rank
-        )
+        self.following
+            == (Extent::Bounded {
+                rows: 0,
+                peers: false,
+            })
+    }
+}
+
+/// How far, in one direction, a window function reaches from a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// `rows` rows (each copy of a duplicate row counting once), and with `peers` every row
+    /// with the same values in the order's columns.
+    Bounded {
+        /// The number of rows.
+        rows: usize,
+        /// Also the row's peers.
+        peers: bool,
+    },
+    /// To the partition's end.
+    Unbounded,
+}
+
+impl Extent {
+    /// No other row.
+    pub const NONE: Extent = Extent::Bounded {
+        rows: 0,
+        peers: false,
+    };
+
+    /// What reaches as far as both.
+    pub fn join(self, other: Extent) -> Extent {
+        match (self, other) {
+            (Extent::Bounded { rows: a, peers: p }, Extent::Bounded { rows: b, peers: q }) => {
+                Extent::Bounded {
+                    rows: a.max(b),
+                    peers: p || q,
+                }
+            }
+            _ => Extent::Unbounded,
+        }
     }
 }
 

@@ -12,6 +12,7 @@ mod join;
 mod lookup_join;
 mod map_filter;
 mod monotonic_top_k;
+mod order_keys;
 mod recursive;
 mod reduce;
 mod session;

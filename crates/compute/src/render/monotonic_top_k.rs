@@ -17,9 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::row::{RowConverter, SortField};
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::{AsCollection, VecCollection};
 use plan::SortColumn;
@@ -28,14 +26,15 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 
+use super::order_keys::OrderEncoder;
 use super::{codec, RenderError};
 use crate::errors::DataflowErrors;
 
 /// Rows keyed by their partition.
-type Partitioned<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
+pub(super) type Partitioned<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
 
 /// One update of [`Partitioned`].
-type PartitionedUpdate = ((Row, Row), Timestamp, Diff);
+pub(super) type PartitionedUpdate = ((Row, Row), Timestamp, Diff);
 
 /// Renders the monotonic top-`limit` of `rows` (of `schema`, keyed by partition) in
 /// `order_by`.
@@ -48,8 +47,7 @@ pub(crate) fn render<'s>(
 ) -> Result<Partitioned<'s>, RenderError> {
     let mut top = FirstRows {
         rows: codec(schema)?,
-        order: order_converter(schema, order_by)?,
-        order_by: order_by.iter().map(|c| c.column).collect(),
+        order: OrderEncoder::new(schema, order_by)?,
         limit,
         partitions: HashMap::new(),
         errors,
@@ -88,31 +86,10 @@ pub(crate) fn render<'s>(
         .as_collection())
 }
 
-/// A memcomparable encoding of `order_by`'s columns of `schema`.
-fn order_converter(
-    schema: &SchemaRef,
-    order_by: &[SortColumn],
-) -> Result<RowConverter, RenderError> {
-    let fields = order_by
-        .iter()
-        .map(|c| {
-            SortField::new_with_options(
-                schema.field(c.column).data_type().clone(),
-                SortOptions {
-                    descending: c.descending,
-                    nulls_first: c.nulls_first,
-                },
-            )
-        })
-        .collect();
-    RowConverter::new(fields).map_err(|e| RenderError(e.to_string()))
-}
-
 /// The first rows of every partition so far.
 struct FirstRows {
     rows: RowCodec,
-    order: RowConverter,
-    order_by: Vec<usize>,
+    order: OrderEncoder,
     limit: usize,
     partitions: HashMap<Row, Vec<Kept>>,
     errors: (GlobalId, DataflowErrors),
@@ -139,15 +116,7 @@ impl FirstRows {
             .rows
             .decode(updates.iter().map(|((_, row), _)| row))
             .expect("invariant: rows decode with the codec that encoded them");
-        let columns: Vec<_> = self
-            .order_by
-            .iter()
-            .map(|&c| batch.column(c).clone())
-            .collect();
-        let orders = self
-            .order
-            .convert_columns(&columns)
-            .expect("invariant: order columns encode with their own types");
+        let orders = self.order.keys(&batch);
         let mut out = Vec::new();
         for (i, ((partition, row), diff)) in updates.into_iter().enumerate() {
             if diff < 0 {
@@ -161,8 +130,8 @@ impl FirstRows {
                 continue;
             }
             let kept = self.partitions.entry(partition.clone()).or_default();
-            let order = orders.row(i);
-            let probe = (order.data(), row.as_bytes());
+            let order = orders.get(i);
+            let probe = (order, row.as_bytes());
             let at = kept.partition_point(|k| k.position() < probe);
             let before: Diff = kept[..at].iter().map(|k| k.copies).sum();
             if before >= self.limit as Diff {
@@ -173,7 +142,7 @@ impl FirstRows {
                 _ => kept.insert(
                     at,
                     Kept {
-                        order: order.data().into(),
+                        order: order.into(),
                         row: row.clone(),
                         copies: diff,
                     },

@@ -52,7 +52,7 @@ pub(crate) fn render<'s>(
                 let batch = row_codec
                     .decode(input.iter().map(|(row, _)| *row))
                     .expect("invariant: rows decode with the codec that encoded them");
-                let Ok(order) = sorted_positions(&batch, &order_by, None) else {
+                let Ok(order) = sorted_positions(&batch, &order_by) else {
                     return;
                 };
                 select_window(order.iter().map(|&i| input[i as usize]), offset, limit, out);
@@ -61,14 +61,9 @@ pub(crate) fn render<'s>(
         .map(|(_, row)| row))
 }
 
-/// The positions of `batch`'s rows sorted by `order_by` (the first `needed`, if given), ties
-/// broken by position: rows that arrive sorted by their bytes are thereby ordered
-/// deterministically.
-pub(super) fn sorted_positions(
-    batch: &RecordBatch,
-    order_by: &[SortColumn],
-    needed: Option<usize>,
-) -> Result<Vec<u32>, ArrowError> {
+/// The positions of `batch`'s rows sorted by `order_by`, ties broken by position: rows that
+/// arrive sorted by their bytes are thereby ordered deterministically.
+fn sorted_positions(batch: &RecordBatch, order_by: &[SortColumn]) -> Result<Vec<u32>, ArrowError> {
     let mut columns: Vec<ArrowSortColumn> = order_by
         .iter()
         .map(|c| ArrowSortColumn {
@@ -84,7 +79,7 @@ pub(super) fn sorted_positions(
         values: position,
         options: None,
     });
-    Ok(lexsort_to_indices(&columns, needed)?.values().to_vec())
+    Ok(lexsort_to_indices(&columns, None)?.values().to_vec())
 }
 
 /// Walks rows in order and keeps those inside `[offset, offset + limit)`, counting each row

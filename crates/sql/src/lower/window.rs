@@ -1,24 +1,27 @@
 //! Lowering window functions (`OVER`). `SESSION` windows become the session operator (see
-//! [`super::session`]); every other window function becomes a [`Plan::Window`], which
-//! recomputes a partition whenever it changes. A filter above it that keeps the first rows
+//! [`super::session`]); every other window function becomes a [`Plan::Window`], with each
+//! function's reach (the rows around a row its value depends on), so that a change recomputes
+//! only the rows within reach of it. A filter above it that keeps the first rows
 //! of each partition by `row_number()` (`WHERE rn <= k`, the top-k per group idiom) limits the
 //! window to those rows.
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::common::DFSchema;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::expr::NullTreatment;
 use datafusion::logical_expr::expr::WindowFunction as LogicalWindowFunction;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::ExprSchemable;
 use datafusion::logical_expr::{
-    BinaryExpr, Expr, LogicalPlan, Operator, SortExpr, Window, WindowFunctionDefinition,
+    BinaryExpr, Expr, LogicalPlan, Operator, SortExpr, Window, WindowFrame, WindowFrameBound,
+    WindowFrameUnits, WindowFunctionDefinition,
 };
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_planner::create_window_expr;
-use plan::{Plan, ScalarExpr, SortColumn, WindowFunction, WindowFunctionKind};
+use plan::{Extent, Plan, ScalarExpr, SortColumn, WindowFunction, WindowFunctionKind, WindowReach};
 
 use super::projections::picked_column;
 use super::session::is_session_bound;
@@ -61,6 +64,7 @@ impl Lowerer<'_> {
             functions.push(WindowFunction {
                 expr: physical_window(self.state, expr, schema)?,
                 kind: kind(function),
+                reach: reach(function),
             });
         }
         let (partition, order) = over.unwrap_or_default();
@@ -216,8 +220,8 @@ fn row_number_bound(conjunct: &Expr, schema: &DFSchema) -> Option<(usize, usize)
         (Expr::Literal(value, _), Expr::Column(c)) => (c, op.swap()?, value),
         _ => return None,
     };
-    let bound = match bound.cast_to(&datafusion::arrow::datatypes::DataType::Int64) {
-        Ok(datafusion::common::ScalarValue::Int64(Some(n))) => n,
+    let bound = match bound.cast_to(&DataType::Int64) {
+        Ok(ScalarValue::Int64(Some(n))) => n,
         _ => return None,
     };
     let rows = match op {
@@ -277,12 +281,90 @@ fn unwrap_casts(expr: &Expr) -> &Expr {
 
 fn kind(function: &LogicalWindowFunction) -> WindowFunctionKind {
     match &function.fun {
-        WindowFunctionDefinition::WindowUDF(udf) => match udf.name() {
-            "row_number" => WindowFunctionKind::RowNumber,
-            "rank" | "dense_rank" => WindowFunctionKind::Rank,
-            _ => WindowFunctionKind::Other,
+        WindowFunctionDefinition::WindowUDF(udf) if udf.name() == "row_number" => {
+            WindowFunctionKind::RowNumber
+        }
+        _ => WindowFunctionKind::Other,
+    }
+}
+
+/// The rows around a row that `function`'s value for it depends on.
+fn reach(function: &LogicalWindowFunction) -> WindowReach {
+    let params = &function.params;
+    let name = match &function.fun {
+        WindowFunctionDefinition::WindowUDF(udf) => udf.name(),
+        WindowFunctionDefinition::AggregateUDF(_) => return frame_reach(&params.window_frame),
+    };
+    match name {
+        "row_number" | "rank" | "dense_rank" => WindowReach {
+            preceding: Extent::Unbounded,
+            following: Extent::NONE,
         },
-        WindowFunctionDefinition::AggregateUDF(_) => WindowFunctionKind::Other,
+        "lag" | "lead" if params.null_treatment != Some(NullTreatment::IgnoreNulls) => {
+            let Some(offset) = lag_offset(params.args.get(1)) else {
+                return WindowReach::WHOLE_PARTITION;
+            };
+            let offset = if name == "lag" { offset } else { -offset };
+            let rows = |n: i64| Extent::Bounded {
+                rows: usize::try_from(n.max(0)).unwrap_or(usize::MAX),
+                peers: false,
+            };
+            WindowReach {
+                preceding: rows(offset),
+                following: rows(offset.saturating_neg()),
+            }
+        }
+        "first_value" | "last_value" | "nth_value" => frame_reach(&params.window_frame),
+        _ => WindowReach::WHOLE_PARTITION,
+    }
+}
+
+/// The offset of a `lag` or `lead` (1 without one), if it is a constant.
+fn lag_offset(offset: Option<&Expr>) -> Option<i64> {
+    let Some(offset) = offset else {
+        return Some(1);
+    };
+    let Expr::Literal(value, _) = unwrap_casts(offset) else {
+        return None;
+    };
+    match value.cast_to(&DataType::Int64) {
+        Ok(ScalarValue::Int64(Some(n))) => Some(n),
+        _ => None,
+    }
+}
+
+/// The rows a frame holds around its row: a `ROWS` offset counts rows; `CURRENT ROW` of a
+/// `RANGE` or `GROUPS` frame takes the row's peers; any other bound of those (an offset by
+/// value or by peer group) is taken as reaching the partition's end.
+fn frame_reach(frame: &WindowFrame) -> WindowReach {
+    let by_rows = frame.units == WindowFrameUnits::Rows;
+    let extent = |bound: &WindowFrameBound, towards_start: bool| match bound {
+        WindowFrameBound::CurrentRow => Extent::Bounded {
+            rows: 0,
+            peers: !by_rows,
+        },
+        WindowFrameBound::Preceding(offset) | WindowFrameBound::Following(offset) => {
+            let outward = matches!(bound, WindowFrameBound::Preceding(_)) == towards_start;
+            match (outward, by_rows, offset.is_null()) {
+                (false, true, _) => Extent::NONE,
+                (false, false, _) => Extent::Bounded {
+                    rows: 0,
+                    peers: true,
+                },
+                (true, true, false) => match offset.cast_to(&DataType::UInt64) {
+                    Ok(ScalarValue::UInt64(Some(n))) => Extent::Bounded {
+                        rows: usize::try_from(n).unwrap_or(usize::MAX),
+                        peers: false,
+                    },
+                    _ => Extent::Unbounded,
+                },
+                (true, _, _) => Extent::Unbounded,
+            }
+        }
+    };
+    WindowReach {
+        preceding: extent(&frame.start_bound, true),
+        following: extent(&frame.end_bound, false),
     }
 }
 
