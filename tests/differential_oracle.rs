@@ -32,6 +32,8 @@ mod case;
 mod compare;
 #[path = "differential_oracle/expr.rs"]
 mod expr;
+#[path = "differential_oracle/lateral.rs"]
+mod lateral;
 #[path = "differential_oracle/model.rs"]
 mod model;
 #[path = "differential_oracle/oracle.rs"]

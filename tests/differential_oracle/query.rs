@@ -11,6 +11,7 @@ use rand::Rng;
 use super::expr::{
     column_or_literal, expr, literal, predicate, random_kind, Kind, Scope, ScopeColumn,
 };
+use super::lateral::lateral_top_k;
 use super::model::Table;
 use super::recursive::recursive_query;
 use super::subquery::subquery_filter;
@@ -81,9 +82,10 @@ impl ViewQuery {
 
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
-    let query = match rng.random_range(0..20) {
+    let query = match rng.random_range(0..21) {
         0..=1 => select_filter(rng, tables),
         19 => recursive_query(rng, tables),
+        20 => lateral_top_k(rng, tables),
         2..=3 => join_query(rng, tables),
         18 => asof_join_query(rng, tables),
         4..=6 => group_by_query(rng, tables),

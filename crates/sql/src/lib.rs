@@ -24,6 +24,7 @@ mod error;
 mod expression_rewrites;
 mod hop_windows;
 mod key_parameters;
+mod lateral_top_k;
 pub mod literals;
 mod lookup_joins;
 mod lower;

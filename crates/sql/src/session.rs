@@ -40,6 +40,7 @@ pub fn config() -> SessionConfig {
 pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> SessionState {
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
     analyzer_rules.insert(0, Arc::new(crate::bag_set_operations::BagSetOperations));
+    analyzer_rules.insert(0, Arc::new(crate::lateral_top_k::LateralTopK));
     analyzer_rules.insert(0, Arc::new(crate::asof_joins::AsOfJoins));
     analyzer_rules.insert(1, Arc::new(crate::postgres_types::SumBigintAsNumeric));
     analyzer_rules.insert(2, Arc::new(crate::postgres_types::RoundingIntegerCasts));
