@@ -14,7 +14,7 @@ use super::expr::{
 use super::lateral::lateral_top_k;
 use super::model::Table;
 use super::recursive::recursive_query;
-use super::subquery::subquery_filter;
+use super::subquery::{scalar_subquery_select, subquery_filter};
 
 /// A view's query, and the query the oracle runs for it: the same text except where
 /// DataFusion cannot run a construct and an equivalent one is substituted.
@@ -82,10 +82,11 @@ impl ViewQuery {
 
 /// A random query over `tables` (base tables, and earlier views described as tables).
 pub fn random_query(rng: &mut StdRng, tables: &[Table]) -> ViewQuery {
-    let query = match rng.random_range(0..21) {
+    let query = match rng.random_range(0..22) {
         0..=1 => select_filter(rng, tables),
         19 => recursive_query(rng, tables),
         20 => lateral_top_k(rng, tables),
+        21 => scalar_subquery_select(rng, tables),
         2..=3 => join_query(rng, tables),
         18 => asof_join_query(rng, tables),
         4..=6 => group_by_query(rng, tables),

@@ -167,3 +167,50 @@ fn scalar_aggregate(rng: &mut StdRng, scope: &Scope) -> String {
     let function = ["min", "max", "sum", "avg", "count"].choose(rng).unwrap();
     format!("{function}({column})")
 }
+
+/// `SELECT exprs, (SELECT y0.c FROM t AS y0 WHERE y0.k = x0.i [AND p]) AS oN FROM t0 AS x0`: a
+/// correlated scalar subquery that does not aggregate, on the inner table's primary key (at
+/// most one row: with two, PostgreSQL fails the read, and a view leaves the outer row out,
+/// which a view over this one would see and PostgreSQL's would not; `sql-tests` covers that).
+/// The oracle, which cannot run it, takes the `max` (the same value). A plain filter query if
+/// no table has a primary key.
+pub(super) fn scalar_subquery_select(rng: &mut StdRng, tables: &[Table]) -> Query {
+    let keyed: Vec<&Table> = tables.iter().filter(|t| t.primary_key.is_some()).collect();
+    let Some(table) = keyed.choose(rng) else {
+        return super::query::select_filter(rng, tables);
+    };
+    let from = single_table(rng, tables, "x0");
+    let inner = super::query::scope_of(table, "y0");
+    let inner_key = table
+        .primary_key
+        .map(|i| format!("y0.{}", table.columns[i].name))
+        .expect("invariant: a keyed table has a primary key");
+    let outer_key = column_or_literal(rng, &from.scope, Kind::Int);
+    let filter = if rng.random_bool(0.3) {
+        format!(" AND {}", predicate(rng, &inner))
+    } else {
+        String::new()
+    };
+    let value = inner.columns.choose(rng).unwrap().clone();
+    let outputs = select_exprs(rng, &from.scope);
+    let n = outputs.len();
+    let kinds: Vec<Option<Kind>> = outputs
+        .iter()
+        .map(|o| o.kind)
+        .chain([Some(value.kind()).filter(|k| *k != Kind::Float)])
+        .collect();
+    let query = |value: &str| {
+        format!(
+            "SELECT {}, (SELECT {value} FROM {} AS y0 WHERE {inner_key} = {outer_key}{filter}) AS o{n} FROM {}",
+            aliased(&outputs),
+            table.name,
+            from.sql
+        )
+    };
+    Query {
+        sql: query(&value.sql()),
+        oracle_sql: Some(query(&format!("max({})", value.sql()))),
+        is_beyond_postgres: false,
+        outputs: kinds,
+    }
+}

@@ -4,6 +4,10 @@
 //! with more it is an error (SQLSTATE 21000). Reads wrap a non-aggregating scalar subquery's
 //! value in this aggregate, so that DataFusion can decorrelate it (it only decorrelates
 //! aggregating subqueries) while Postgres's cardinality rule still holds.
+//!
+//! A view cannot fail where the aggregate is (its group would just vanish, and an outer join
+//! above would show NULL): it counts the rows instead and checks the count where the value is
+//! used, with `__single_value_check(rows, value)` (see `lower::single_values`).
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -11,7 +15,8 @@ use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 
 /// The name of the aggregate.
@@ -71,6 +76,46 @@ impl AggregateUDFImpl for SingleValue {
 struct SingleValueAccumulator {
     value: ScalarValue,
     rows: u64,
+}
+
+/// `__single_value_check(rows, value)`: `value`, or the error of a scalar subquery that
+/// returned more than one row if `rows` (the subquery's row count) is above one.
+pub fn single_value_check_udf() -> ScalarUDF {
+    ScalarUDF::from(SingleValueCheck {
+        signature: Signature::any(2, Volatility::Immutable),
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct SingleValueCheck {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for SingleValueCheck {
+    fn name(&self) -> &str {
+        "__single_value_check"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        Ok(args[1].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.args[0].to_array(args.number_rows)?;
+        let rows = datafusion::arrow::compute::cast(&rows, &DataType::Int64)?;
+        let rows = rows
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Int64Array>()
+            .ok_or_else(|| DataFusionError::Internal("row counts of another type".into()))?;
+        if rows.iter().any(|n| n.is_some_and(|n| n > 1)) {
+            return Err(too_many_rows());
+        }
+        Ok(args.args[1].clone())
+    }
 }
 
 fn too_many_rows() -> DataFusionError {

@@ -12,6 +12,7 @@ mod join;
 mod projections;
 mod recursive;
 mod session;
+mod single_values;
 mod sort;
 mod window;
 
@@ -57,7 +58,7 @@ pub fn lower(state: &SessionState, plan: &LogicalPlan) -> Result<Plan, SqlError>
     let plan = crate::temporal_filters::mark_clock_in_filters(plan.clone())?;
     reject_time_dependent_functions(&plan)?;
     crate::processing_time::check_append_only_inputs(&plan)?;
-    let optimized = state.optimize(&plan)?;
+    let optimized = single_values::checked_where_used(state.optimize(&plan)?)?;
     Lowerer { state }.lower(&optimized)
 }
 

@@ -12,9 +12,9 @@
 //! - `(composite).field` reads the field; `FROM unnest(a) x` names the column `x` too;
 //! - `generate_subscripts(a, 1)` and `information_schema._pg_expandarray(a)` are unnested
 //!   lists, so they stay in lockstep with other set-returning functions of the select list;
-//! - in reads (not views), a scalar subquery that does not aggregate takes its value through
-//!   `__single_value`, which DataFusion can decorrelate and which keeps Postgres's error when
-//!   the subquery returns more than one row.
+//! - a scalar subquery that does not aggregate takes its value through `__single_value`,
+//!   which DataFusion can decorrelate and which keeps Postgres's error when the subquery
+//!   returns more than one row (in a view, see `lower::single_values`).
 
 use std::ops::ControlFlow;
 
@@ -372,7 +372,7 @@ impl VisitorMut for Rewriter<'_> {
             }
             Expr::Function(function) => self.rewrite_function(function),
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
-            Expr::Subquery(query) if self.target == Target::Read => {
+            Expr::Subquery(query) => {
                 self.take_single_value(query);
                 None
             }
@@ -442,6 +442,10 @@ impl Rewriter<'_> {
         };
         query.order_by = None;
         if needs_derived_table(&expr, select) {
+            if self.target == Target::View {
+                // Evaluated per outer row, which a view cannot maintain.
+                return;
+            }
             // DataFusion cannot plan an aggregate over outer columns or subqueries: take the
             // single value of a derived table instead (evaluated per outer row).
             let inner = query.clone();
@@ -966,7 +970,7 @@ mod tests {
     }
 
     #[test]
-    fn non_aggregating_scalar_subqueries_take_a_single_value_in_reads() {
+    fn non_aggregating_scalar_subqueries_take_a_single_value() {
         assert_eq!(
             rewritten(
                 "SELECT (SELECT d.adbin FROM d WHERE d.x = a.x) FROM a",
@@ -986,7 +990,14 @@ mod tests {
                 "SELECT (SELECT d.adbin FROM d WHERE d.x = a.x) FROM a",
                 Target::View
             ),
-            "SELECT (SELECT d.adbin FROM d WHERE d.x = a.x) FROM a"
+            "SELECT (SELECT __single_value(d.adbin) FROM d WHERE d.x = a.x) FROM a"
+        );
+        assert_eq!(
+            rewritten(
+                "SELECT (SELECT d.adbin + a.y FROM d WHERE d.x = a.x) FROM a",
+                Target::View
+            ),
+            "SELECT (SELECT d.adbin + a.y FROM d WHERE d.x = a.x) FROM a"
         );
     }
 
