@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fluxion_benches::{load_series, ms, quantile, BenchServer};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 #[derive(Debug, Parser)]
@@ -135,31 +136,12 @@ async fn time_top10(client: &Client, args: &Args) -> Result<Vec<Duration>, Strin
     let mut latencies = Vec::with_capacity(args.updates);
     for change in 0..args.updates as i64 / 2 {
         let group = change % args.groups;
-        let before: i64 = client
-            .query_one(&first, &[&group])
-            .await
-            .map_err(sql)?
-            .get(0);
+        let read = Read(&first, &group);
+        let before = read.value(client).await?;
         // Odd ids are not in the table.
         let id = 2 * args.rows + 2 * change + 1;
-        let t0 = Instant::now();
-        client.execute(&insert, &[&id, &group]).await.map_err(sql)?;
-        let now: i64 = client
-            .query_one(&first, &[&group])
-            .await
-            .map_err(sql)?
-            .get(0);
-        latencies.push(t0.elapsed());
-        expect("the new first row", now, id)?;
-        let t0 = Instant::now();
-        client.execute(&delete, &[&id]).await.map_err(sql)?;
-        let now: i64 = client
-            .query_one(&first, &[&group])
-            .await
-            .map_err(sql)?
-            .get(0);
-        latencies.push(t0.elapsed());
-        expect("the first row again", now, before)?;
+        latencies.push(timed(client, (&insert, &[&id, &group]), &read, id).await?);
+        latencies.push(timed(client, (&delete, &[&id]), &read, before).await?);
     }
     Ok(latencies)
 }
@@ -175,43 +157,47 @@ async fn time_lag(client: &Client, args: &Args) -> Result<Vec<Duration>, String>
         // Spread over the table: the row after id `2k` is `2k + 2`.
         let k = (change * 7919) % (args.rows - 1);
         let (id, next) = (2 * k + 1, 2 * k + 2);
-        let before: i64 = client
-            .query_one(&previous, &[&next])
-            .await
-            .map_err(sql)?
-            .get(0);
+        let read = Read(&previous, &next);
+        let before = read.value(client).await?;
         let score = 3_000_000 + change;
-        let t0 = Instant::now();
-        client.execute(&insert, &[&id, &score]).await.map_err(sql)?;
-        let now: i64 = client
-            .query_one(&previous, &[&next])
-            .await
-            .map_err(sql)?
-            .get(0);
-        latencies.push(t0.elapsed());
-        expect("the lag of the next row", now, score)?;
-        let t0 = Instant::now();
-        client.execute(&delete, &[&id]).await.map_err(sql)?;
-        let now: i64 = client
-            .query_one(&previous, &[&next])
-            .await
-            .map_err(sql)?
-            .get(0);
-        latencies.push(t0.elapsed());
-        expect("the lag of the next row again", now, before)?;
+        latencies.push(timed(client, (&insert, &[&id, &score]), &read, score).await?);
+        latencies.push(timed(client, (&delete, &[&id]), &read, before).await?);
     }
     Ok(latencies)
 }
 
-async fn prepare(client: &Client, query: &str) -> Result<Statement, String> {
-    client.prepare(query).await.map_err(sql)
+/// A point read of one value, with its parameter.
+struct Read<'a>(&'a Statement, &'a i64);
+
+impl Read<'_> {
+    async fn value(&self, client: &Client) -> Result<i64, String> {
+        Ok(client
+            .query_one(self.0, &[self.1])
+            .await
+            .map_err(sql)?
+            .get(0))
+    }
 }
 
-fn expect(what: &str, actual: i64, expected: i64) -> Result<(), String> {
-    match actual == expected {
-        true => Ok(()),
-        false => Err(format!("{what} is {actual}, expected {expected}")),
+/// The time from sending `write` until `read` returns (checked to be `expected`).
+async fn timed(
+    client: &Client,
+    (write, parameters): (&Statement, &[&(dyn ToSql + Sync)]),
+    read: &Read<'_>,
+    expected: i64,
+) -> Result<Duration, String> {
+    let t0 = Instant::now();
+    client.execute(write, parameters).await.map_err(sql)?;
+    let now = read.value(client).await?;
+    let took = t0.elapsed();
+    match now == expected {
+        true => Ok(took),
+        false => Err(format!("the view shows {now}, expected {expected}")),
     }
+}
+
+async fn prepare(client: &Client, query: &str) -> Result<Statement, String> {
+    client.prepare(query).await.map_err(sql)
 }
 
 fn report(name: &str, latencies: &[Duration], build: Duration) {

@@ -13,6 +13,7 @@ mod lookup_join;
 mod map_filter;
 mod monotonic_top_k;
 mod order_keys;
+mod partitioned;
 mod recursive;
 mod reduce;
 mod session;

@@ -15,26 +15,16 @@
 //!
 //! State: the first `k` rows of each partition, with their order keys.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use differential_dataflow::hashable::Hashable;
-use differential_dataflow::{AsCollection, VecCollection};
 use plan::SortColumn;
-use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::Operator;
+use repr::{Diff, GlobalId, Row, RowCodec};
 
 use super::order_keys::OrderEncoder;
+use super::partitioned::{apply_by_time, Partitioned};
 use super::{codec, RenderError};
 use crate::errors::DataflowErrors;
-
-/// Rows keyed by their partition.
-pub(super) type Partitioned<'s> = VecCollection<'s, Timestamp, (Row, Row), Diff>;
-
-/// One update of [`Partitioned`].
-pub(super) type PartitionedUpdate = ((Row, Row), Timestamp, Diff);
 
 /// Renders the monotonic top-`limit` of `rows` (of `schema`, keyed by partition) in
 /// `order_by`.
@@ -52,38 +42,9 @@ pub(crate) fn render<'s>(
         partitions: HashMap::new(),
         errors,
     };
-    let by_partition = Exchange::new(|((key, _), _, _): &PartitionedUpdate| key.hashed());
-    Ok(rows
-        .inner
-        .unary_frontier::<CapacityContainerBuilder<Vec<PartitionedUpdate>>, _, _, _>(
-            by_partition,
-            "MonotonicTopK",
-            move |_, _| {
-                let mut pending = BTreeMap::new();
-                move |(input, frontier), output| {
-                    input.for_each(|capability, data| {
-                        for (pair, time, diff) in data.drain(..) {
-                            pending
-                                .entry(time)
-                                .or_insert_with(|| (capability.delayed(&time, 0), Vec::new()))
-                                .1
-                                .push((pair, diff));
-                        }
-                    });
-                    while let Some(entry) = pending.first_entry() {
-                        if frontier.frontier().less_equal(entry.key()) {
-                            break;
-                        }
-                        let (time, (capability, updates)) = entry.remove_entry();
-                        let mut session = output.session(&capability);
-                        for (pair, diff) in top.apply(updates) {
-                            session.give((pair, time, diff));
-                        }
-                    }
-                }
-            },
-        )
-        .as_collection())
+    Ok(apply_by_time(rows, "MonotonicTopK", move |updates| {
+        top.apply(updates)
+    }))
 }
 
 /// The first rows of every partition so far.

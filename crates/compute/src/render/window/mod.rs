@@ -21,23 +21,16 @@
 
 mod sorted;
 
-use std::collections::BTreeMap;
-
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::consolidation::consolidate;
-use differential_dataflow::hashable::Hashable;
-use differential_dataflow::AsCollection;
 use hashbrown::HashMap;
 use plan::{SortColumn, WindowFunction, WindowReach};
 use repr::{Diff, GlobalId, Row, RowCodec};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::Operator;
 
-use super::monotonic_top_k::PartitionedUpdate;
 use super::order_keys::OrderEncoder;
-use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection, Update};
+use super::partitioned::apply_by_time;
+use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
 use sorted::{join_spans, merge_spans, Position, SortedRows, Span};
 
@@ -87,38 +80,9 @@ pub(crate) fn render<'s>(
     {
         pairs = monotonic_top_k::render(pairs, spec.input_schema, spec.order_by, limit, errors)?;
     }
-    let by_partition = Exchange::new(|((key, _), _, _): &PartitionedUpdate| key.hashed());
-    Ok(pairs
-        .inner
-        .unary_frontier::<CapacityContainerBuilder<Vec<Update>>, _, _, _>(
-            by_partition,
-            "Window",
-            move |_, _| {
-                let mut pending = BTreeMap::new();
-                move |(input, frontier), output| {
-                    input.for_each(|capability, data| {
-                        for (pair, time, diff) in data.drain(..) {
-                            pending
-                                .entry(time)
-                                .or_insert_with(|| (capability.delayed(&time, 0), Vec::new()))
-                                .1
-                                .push((pair, diff));
-                        }
-                    });
-                    while let Some(entry) = pending.first_entry() {
-                        if frontier.frontier().less_equal(entry.key()) {
-                            break;
-                        }
-                        let (time, (capability, updates)) = entry.remove_entry();
-                        let mut session = output.session(&capability);
-                        for (row, diff) in windows.apply(updates) {
-                            session.give((row, time, diff));
-                        }
-                    }
-                }
-            },
-        )
-        .as_collection())
+    Ok(apply_by_time(pairs, "Window", move |updates| {
+        windows.apply(updates)
+    }))
 }
 
 /// Something for each partition, by the partition's key.
