@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{
-    Expr, Ident, Query, Select, SelectItem, VisitMut, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Query, Select, SelectItem,
+    SetExpr, VisitMut, VisitorMut,
 };
 use repr::pg_type::PG_TYPE_OID_KEY;
 
@@ -173,7 +174,31 @@ fn postgres_name(expr: &Expr) -> String {
         Expr::Nested(inner) => postgres_name(inner),
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
-        Expr::Subquery(_) => "?column?".into(),
+        Expr::Subquery(query) => subquery_name(query),
+        _ => "?column?".into(),
+    }
+}
+
+/// A scalar subquery is named after its one column, as PostgreSQL names it (through the
+/// `__single_value` a read wraps a non-aggregating subquery's value in).
+fn subquery_name(query: &Query) -> String {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return "?column?".into();
+    };
+    match select.projection.first() {
+        Some(SelectItem::ExprWithAlias { alias, .. }) => fold_ident(alias),
+        Some(SelectItem::UnnamedExpr(Expr::Function(function)))
+            if function.name.to_string() == crate::single_value::SINGLE_VALUE =>
+        {
+            match &function.args {
+                FunctionArguments::List(list) => match list.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))) => postgres_name(arg),
+                    _ => "?column?".into(),
+                },
+                _ => "?column?".into(),
+            }
+        }
+        Some(SelectItem::UnnamedExpr(expr)) => postgres_name(expr),
         _ => "?column?".into(),
     }
 }
@@ -199,6 +224,20 @@ mod tests {
         assert_eq!(
             named("SELECT a, count(*), sum(b) FROM t GROUP BY a"),
             "SELECT a, count(*) AS \"count\", sum(b) AS \"sum\" FROM t GROUP BY a"
+        );
+    }
+
+    #[test]
+    fn scalar_subqueries_are_named_after_their_column() {
+        assert_eq!(
+            named("SELECT (SELECT o.amount FROM o), (SELECT max(x) AS top FROM t), (SELECT 1)"),
+            "SELECT (SELECT o.amount FROM o) AS \"amount\", (SELECT max(x) AS top FROM t) AS \"top\", \
+             (SELECT 1 AS \"?column?\") AS \"?column?\""
+        );
+        assert_eq!(
+            named("SELECT (SELECT __single_value(o.amount) FROM o WHERE o.c = a.c) FROM a"),
+            "SELECT (SELECT __single_value(o.amount) AS \"__single_value\" FROM o WHERE o.c = a.c) \
+             AS \"amount\" FROM a"
         );
     }
 

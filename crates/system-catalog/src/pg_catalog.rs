@@ -463,6 +463,12 @@ fn pg_shadow(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
 const STATIC_SETTINGS: &[(&str, &str, &str, &str)] = &[
     ("block_size", "8192", "", "Shows the size of a disk block."),
     (
+        "default_table_access_method",
+        "heap",
+        "",
+        "Sets the default table access method for new tables.",
+    ),
+    (
         "max_index_keys",
         "32",
         "",
