@@ -317,11 +317,7 @@ impl WindowReach {
     /// Whether a row's value depends on no row after it, so that the first rows of a
     /// partition can be computed without the rest.
     pub fn is_prefix_determined(self) -> bool {
-        self.following
-            == (Extent::Bounded {
-                rows: 0,
-                peers: false,
-            })
+        self.following == Extent::NONE
     }
 }
 

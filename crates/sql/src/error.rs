@@ -134,7 +134,9 @@ fn classify_datafusion(e: DataFusionError) -> SqlError {
                 SqlError::InvalidStatement(message)
             }
         }
-        DataFusionError::NotImplemented(message) => SqlError::Unsupported(message.clone()),
+        DataFusionError::NotImplemented(message) => {
+            SqlError::Unsupported(outer_reference_error(message).unwrap_or_else(|| message.clone()))
+        }
         DataFusionError::Plan(message) => classify_message(message),
         DataFusionError::Execution(message) => classify_message(message),
         DataFusionError::External(inner) => classify_message(&inner.to_string()),
@@ -371,6 +373,27 @@ fn rephrase_grouping_error(message: &str) -> String {
     }
 }
 
+/// DataFusion's refusal of an outer column it could not decorrelate
+/// (`… logical expression OuterReferenceColumn(…, Column { relation: Some(Bare { table: "a"
+/// }), name: "id" })`), said as a user would: which column, and what can be decorrelated.
+fn outer_reference_error(message: &str) -> Option<String> {
+    let reference = message.split("OuterReferenceColumn(").nth(1)?;
+    let quoted_after = |key: &str| -> Option<&str> {
+        let rest = reference.rsplit_once(key)?.1;
+        rest.split('"').nth(1)
+    };
+    let name = quoted_after("name: ")?;
+    let column = match quoted_after("table: ") {
+        Some(table) => format!("{table}.{name}"),
+        None => name.to_string(),
+    };
+    Some(format!(
+        "a subquery that reads the outer query's column {column} there is not supported: a \
+         correlated subquery can compare outer columns in its WHERE clause (under a LIMIT, by \
+         equality only)"
+    ))
+}
+
 fn rephrase_column_error(message: &str) -> String {
     match message.split("No field named ").nth(1) {
         Some(rest) => {
@@ -388,5 +411,25 @@ fn rephrase_column_error(message: &str) -> String {
             }
         }
         None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outer_reference_datafusion_cannot_plan_names_the_column() {
+        let message = "Physical plan does not support logical expression \
+            OuterReferenceColumn(Field { name: \"id\", data_type: Int32, nullable: true, \
+            metadata: {\"fluxion.table_oid\": \"16392\"} }, Column { relation: Some(Bare { \
+            table: \"a\" }), name: \"id\" })";
+        let error = classify_datafusion(DataFusionError::NotImplemented(message.into()));
+        assert!(
+            matches!(&error, SqlError::Unsupported(m) if m.contains("column a.id there")),
+            "{error}"
+        );
+        let other = classify_datafusion(DataFusionError::NotImplemented("something".into()));
+        assert!(matches!(other, SqlError::Unsupported(m) if m == "something"));
     }
 }

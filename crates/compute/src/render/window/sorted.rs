@@ -191,10 +191,7 @@ impl SortedRows {
         let around = |position: &Option<Position>, extent: Extent, towards: Towards| {
             let position = position.as_ref()?;
             let widened = match extent {
-                Extent::Bounded {
-                    rows: 0,
-                    peers: false,
-                } => extent,
+                Extent::NONE => extent,
                 Extent::Bounded { rows, peers } => Extent::Bounded {
                     rows: rows.saturating_add(slack),
                     peers,
