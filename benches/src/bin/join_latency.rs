@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use fluxion_benches::{load_series, ms, quantile, BenchServer};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 /// The multiplier of each dimension's reference (coprime with any power of ten).
 const PRIMES: [i64; 7] = [7, 11, 13, 17, 19, 23, 29];
@@ -121,7 +121,7 @@ async fn main() -> Result<(), String> {
 
     let mut all = Vec::new();
     for table in std::iter::once("facts".to_string()).chain((1..=7).map(|j| format!("d{j}"))) {
-        let latencies = time_table(&client, &table, &args).await?;
+        let latencies = time_table(&client, &table, &count, &args).await?;
         report(&table, &latencies);
         all.extend(latencies);
     }
@@ -131,7 +131,12 @@ async fn main() -> Result<(), String> {
 }
 
 /// Deletes rows of `table` and inserts them back, one change at a time; the latency of each.
-async fn time_table(client: &Client, table: &str, args: &Args) -> Result<Vec<Duration>, String> {
+async fn time_table(
+    client: &Client,
+    table: &str,
+    count: &Statement,
+    args: &Args,
+) -> Result<Vec<Duration>, String> {
     let copy = client
         .prepare(&format!("SELECT * FROM {table} WHERE id = $1"))
         .await
@@ -149,10 +154,6 @@ async fn time_table(client: &Client, table: &str, args: &Args) -> Result<Vec<Dur
         .prepare(&format!("DELETE FROM {table} WHERE id = $1"))
         .await
         .map_err(sql)?;
-    let count = client
-        .prepare("SELECT n FROM star_count")
-        .await
-        .map_err(sql)?;
     let mut latencies = Vec::with_capacity(args.updates);
     for change in 0..args.updates as i64 / 2 {
         let id = (change * 7919) % args.rows;
@@ -168,12 +169,12 @@ async fn time_table(client: &Client, table: &str, args: &Args) -> Result<Vec<Dur
         let parameters: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
         let t0 = Instant::now();
         client.execute(&delete, &[&id]).await.map_err(sql)?;
-        let now: i64 = client.query_one(&count, &[]).await.map_err(sql)?.get(0);
+        let now: i64 = client.query_one(count, &[]).await.map_err(sql)?.get(0);
         latencies.push(t0.elapsed());
         expect(table, "delete", now, args.rows - 1)?;
         let t0 = Instant::now();
         client.execute(&insert, &parameters).await.map_err(sql)?;
-        let now: i64 = client.query_one(&count, &[]).await.map_err(sql)?.get(0);
+        let now: i64 = client.query_one(count, &[]).await.map_err(sql)?.get(0);
         latencies.push(t0.elapsed());
         expect(table, "insert", now, args.rows)?;
     }

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, DFSchema, TableReference};
 use datafusion::error::Result;
 use datafusion::functions_window::expr_fn::row_number;
@@ -148,10 +148,10 @@ impl<'a> TopK<'a> {
         else {
             return Ok(None);
         };
-        let correlated_outside_rows = self.order.iter().any(|s| has_outer_reference(&s.expr))
+        let correlated_outside_rows = self.order.iter().any(|s| s.expr.contains_outer())
             || self
                 .projection
-                .is_some_and(|p| p.expr.iter().any(has_outer_reference));
+                .is_some_and(|p| p.expr.iter().any(Expr::contains_outer));
         if correlated_outside_rows {
             return Ok(None);
         }
@@ -217,7 +217,7 @@ fn key(i: usize) -> String {
 fn with_group_keys(plan: &LogicalPlan) -> Result<Option<(LogicalPlan, Vec<Column>)>> {
     match plan {
         LogicalPlan::Projection(projection) => {
-            if projection.expr.iter().any(has_outer_reference) {
+            if projection.expr.iter().any(Expr::contains_outer) {
                 return Ok(None);
             }
             let Some((input, outer)) = with_group_keys(&projection.input)? else {
@@ -245,7 +245,7 @@ fn ungrouped_filter(filter: &Filter) -> Result<Option<(LogicalPlan, Vec<Column>)
     let mut inner = Vec::new();
     let mut rest = Vec::new();
     for conjunct in split_conjunction(&filter.predicate) {
-        if !has_outer_reference(conjunct) {
+        if !conjunct.contains_outer() {
             rest.push(conjunct.clone());
             continue;
         }
@@ -289,22 +289,10 @@ fn correlated_equality(conjunct: &Expr) -> Option<(Column, Expr)> {
     match (left.as_ref(), right.as_ref()) {
         (Expr::OuterReferenceColumn(_, column), inner)
         | (inner, Expr::OuterReferenceColumn(_, column))
-            if !has_outer_reference(inner) =>
+            if !inner.contains_outer() =>
         {
             Some((column.clone(), inner.clone()))
         }
         _ => None,
     }
-}
-
-fn has_outer_reference(expr: &Expr) -> bool {
-    let mut found = false;
-    let _ = expr.apply(|e| {
-        found = matches!(e, Expr::OuterReferenceColumn(..));
-        Ok(match found {
-            true => TreeNodeRecursion::Stop,
-            false => TreeNodeRecursion::Continue,
-        })
-    });
-    found
 }

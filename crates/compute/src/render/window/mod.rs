@@ -139,13 +139,6 @@ impl Windows {
     }
 }
 
-/// The partition as it was before a time's changes, or as it is after them.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Version {
-    Before,
-    After,
-}
-
 /// How a window's partitions are computed.
 struct Window {
     /// The codec of the input rows.
@@ -184,10 +177,19 @@ impl Window {
             (Some(Some(before)), Some(Some(after))) => Some(before.max(after)),
             _ => None,
         };
+        // The changes' copies: the rows around a span as the partition is, widened by that
+        // many, hold those its values depend on as the partition was.
+        let slack = changes
+            .iter()
+            .map(|(_, diff)| usize::try_from(diff.unsigned_abs()).unwrap_or(usize::MAX))
+            .fold(0usize, usize::saturating_add);
+        let around = Around {
+            rows: &partition.rows,
+            changes,
+            slack,
+        };
         if !recompute_whole {
-            if let Ok(span_changes) =
-                self.changes_in(&partition.rows, changes, spans, last.as_ref())
-            {
+            if let Ok(span_changes) = self.changes_in(&around, spans, last.as_ref()) {
                 out.extend(span_changes);
                 return Ok(());
             }
@@ -197,11 +199,12 @@ impl Window {
             from: None,
             to: last,
         };
+        let (before, after) = self.slices(&around, &whole);
         if !partition.failed {
-            let before = self.values_in(&partition.rows, changes, &whole, Version::Before);
-            out.extend(before.unwrap_or_default().into_iter().map(|(r, d)| (r, -d)));
+            let before = self.evaluate(&before, &whole).unwrap_or_default();
+            out.extend(before.into_iter().map(|(row, diff)| (row, -diff)));
         }
-        let after = self.values_in(&partition.rows, changes, &whole, Version::After);
+        let after = self.evaluate(&after, &whole);
         partition.failed = after.is_err();
         out.extend(after?);
         Ok(())
@@ -221,13 +224,12 @@ impl Window {
         }
     }
 
-    /// The output's changes in `spans`: their rows' values before `changes` retracted, and
+    /// The output's changes in `spans`: their rows' values before the changes retracted, and
     /// after them inserted. Only rows up to `last` (the last one within a limit, if the
     /// partition has more rows than that) have values.
     fn changes_in(
         &self,
-        rows: &SortedRows,
-        changes: &[(Position, Diff)],
+        around: &Around<'_>,
         spans: Vec<Span>,
         last: Option<&Position>,
     ) -> Result<Vec<(Row, Diff)>, String> {
@@ -241,38 +243,25 @@ impl Window {
                     span.to = Some(last.clone());
                 }
             }
-            let before = self.values_in(rows, changes, &span, Version::Before)?;
+            let (before, after) = self.slices(around, &span);
+            let before = self.evaluate(&before, &span)?;
             out.extend(before.into_iter().map(|(row, diff)| (row, -diff)));
-            out.extend(self.values_in(rows, changes, &span, Version::After)?);
+            out.extend(self.evaluate(&after, &span)?);
         }
         Ok(out)
     }
 
-    /// The rows in `span` with their values, in the given version of the partition (`rows`
-    /// is the partition after `changes`).
-    fn values_in(
-        &self,
-        rows: &SortedRows,
-        changes: &[(Position, Diff)],
-        span: &Span,
-        version: Version,
-    ) -> Result<Vec<(Row, Diff)>, String> {
-        // The rows around the span as the partition is; the changes' copies more on each
-        // side cover it as the partition was.
-        let slack = changes
-            .iter()
-            .map(|(_, diff)| usize::try_from(diff.unsigned_abs()).unwrap_or(usize::MAX))
-            .fold(0usize, usize::saturating_add);
-        let mut context = rows.context_of(span, self.reach, slack);
+    /// The rows `span`'s values depend on, with their multiplicities, as the partition was
+    /// before the changes and as it is.
+    fn slices<'a>(&self, around: &Around<'a>, span: &Span) -> (Slice<'a>, Slice<'a>) {
+        let mut context = around.rows.context_of(span, self.reach, around.slack);
         if self.limit.is_some() {
             // A limit counts positions from the partition's start.
             context.from = None;
         }
-        let mut slice: Vec<(&Position, Diff)> = rows.in_span(&context).collect();
-        if version == Version::Before {
-            slice = undo(slice, changes, &context);
-        }
-        self.evaluate(&slice, span)
+        let after: Slice<'a> = around.rows.in_span(&context).collect();
+        let before = undo(&after, around.changes, &context);
+        (before, after)
     }
 
     /// The values of the rows of `slice` (a run of the partition, with its multiplicities)
@@ -330,19 +319,30 @@ struct Reached {
     last_within_limit: Option<Option<Position>>,
 }
 
+/// A run of a partition's rows, in order, with their multiplicities.
+type Slice<'a> = Vec<(&'a Position, Diff)>;
+
+/// A partition after a time's changes, with the changes.
+struct Around<'a> {
+    rows: &'a SortedRows,
+    /// The changes, consolidated and in order.
+    changes: &'a [(Position, Diff)],
+    /// The number of their copies.
+    slack: usize,
+}
+
 /// `slice` (rows of the partition after `changes`, in order) as it was before them, within
 /// `context`.
 fn undo<'a>(
-    slice: Vec<(&'a Position, Diff)>,
+    slice: &[(&'a Position, Diff)],
     changes: &'a [(Position, Diff)],
     context: &Span,
-) -> Vec<(&'a Position, Diff)> {
+) -> Slice<'a> {
+    let start = changes.partition_point(|(p, _)| context.from.as_ref().is_some_and(|f| p < f));
+    let end = changes.partition_point(|(p, _)| context.to.as_ref().is_none_or(|t| p <= t));
+    let mut changes = changes[start..end.max(start)].iter().peekable();
     let mut undone = Vec::with_capacity(slice.len() + changes.len());
-    let mut changes = changes
-        .iter()
-        .filter(|(position, _)| context.contains(position))
-        .peekable();
-    for (position, copies) in slice {
+    for &(position, copies) in slice {
         while let Some((changed, diff)) = changes.next_if(|(changed, _)| changed < position) {
             undone.push((changed, -diff));
         }

@@ -86,12 +86,6 @@ impl Span {
         to: None,
     };
 
-    /// Whether `position` lies in the span.
-    pub(super) fn contains(&self, position: &Position) -> bool {
-        self.from.as_ref().is_none_or(|from| from <= position)
-            && self.to.as_ref().is_none_or(|to| position <= to)
-    }
-
     /// The smallest span holding both.
     fn join(self, other: Span) -> Span {
         Span {
@@ -124,8 +118,6 @@ impl Span {
 #[derive(Debug, Default)]
 pub(super) struct SortedRows {
     rows: BTreeMap<Position, Diff>,
-    /// The number of copies of all rows.
-    copies: i64,
 }
 
 /// The direction of a walk.
@@ -148,12 +140,11 @@ impl SortedRows {
 
     /// The number of copies of all rows.
     pub(super) fn copies(&self) -> i64 {
-        self.copies
+        self.rows.values().sum()
     }
 
     /// Adds `diff` copies of the row at `position`.
     pub(super) fn update(&mut self, position: Position, diff: Diff) {
-        self.copies += diff;
         match self.rows.get_mut(&position.bytes[..]) {
             Some(copies) => {
                 *copies += diff;
