@@ -281,3 +281,82 @@ async fn checkpoints_compact_the_log_and_lose_nothing() {
         );
     }
 }
+
+/// Whether a query fails because its relation does not exist (42P01).
+async fn is_missing(client: &tokio_postgres::Client, sql: &str) -> bool {
+    match client.simple_query(sql).await {
+        Ok(_) => false,
+        Err(e) => e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn definitions_of_a_block_left_open_are_undone_by_disconnect_and_by_crash() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut server = TestServer::start_with_args(dir.path(), &["--checkpoint-after-rows", "100"]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE kept (k BIGINT PRIMARY KEY, v BIGINT NOT NULL);
+             INSERT INTO kept SELECT g, g * 2 FROM generate_series(1, 300) g;
+             CREATE MATERIALIZED VIEW kept_total AS SELECT count(*) AS n, sum(v) AS s FROM kept;
+             CREATE TABLE other (k BIGINT PRIMARY KEY);",
+        )
+        .await
+        .expect("schema");
+
+    // A connection that ends inside a block takes its definitions with it.
+    let leaving = server.connect().await;
+    leaving
+        .batch_execute("BEGIN; CREATE TABLE orphan (a INT); INSERT INTO orphan VALUES (1);")
+        .await
+        .expect("a block that is never ended");
+    drop(leaving);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !is_missing(&client, "SELECT * FROM orphan").await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the table of a disconnected block is still there"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A block that drops a table, makes another under its name and a new one, and is open
+    // when the process dies, while a checkpoint runs.
+    let open = server.connect().await;
+    open.batch_execute(
+        "BEGIN;
+         DROP TABLE kept CASCADE;
+         CREATE TABLE kept (x TEXT);
+         CREATE TABLE fresh (a INT);
+         INSERT INTO fresh VALUES (1);",
+    )
+    .await
+    .expect("the open block");
+    for chunk in 0..3 {
+        let first = chunk * 100 + 1;
+        client
+            .batch_execute(&format!(
+                "INSERT INTO other SELECT g FROM generate_series({first}, {}) g",
+                first + 99
+            ))
+            .await
+            .expect("writes beside the block");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.kill();
+
+    let server = TestServer::start_in(dir.path());
+    let client = server.connect().await;
+    assert_eq!(scalar_i64(&client, "SELECT count(*) FROM kept").await, 300);
+    assert_eq!(scalar_i64(&client, "SELECT sum(v) FROM kept").await, 90_300);
+    assert_eq!(scalar_i64(&client, "SELECT n FROM kept_total").await, 300);
+    assert_eq!(scalar_i64(&client, "SELECT count(*) FROM other").await, 300);
+    assert!(is_missing(&client, "SELECT * FROM fresh").await);
+    assert!(is_missing(&client, "SELECT * FROM orphan").await);
+    client
+        .batch_execute("INSERT INTO kept VALUES (301, 1)")
+        .await
+        .expect("the table takes writes again");
+    assert_eq!(scalar_i64(&client, "SELECT n FROM kept_total").await, 301);
+}

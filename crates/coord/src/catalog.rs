@@ -50,6 +50,18 @@ pub(crate) enum ItemDetails {
 }
 
 impl Item {
+    /// The item as the durable catalog stores it.
+    pub fn stored(&self) -> storage::CatalogItem {
+        storage::CatalogItem {
+            id: self.id,
+            name: self.name.clone(),
+            schema: self.schema.clone(),
+            kind: self.kind,
+            create_sql: self.create_sql.clone(),
+            depends_on: self.depends_on.clone(),
+        }
+    }
+
     /// The relation's description, for tables and materialized views.
     pub fn relation(&self) -> Option<&Arc<RelationTable>> {
         match &self.details {

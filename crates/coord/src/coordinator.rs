@@ -78,6 +78,8 @@ pub struct Coordinator {
     pub(crate) sinks: Arc<pipelines::Sinks>,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
+    /// The next number naming a transaction block's definitions in the durable catalog.
+    pub(crate) next_ddl_block: AtomicU64,
     /// This coordinator, for work that must outlive a cancelled statement.
     this: OnceLock<Weak<Coordinator>>,
 }
@@ -134,6 +136,7 @@ impl Coordinator {
             subscriptions: subscriptions.clone(),
             sinks,
             next_transient_id: AtomicU64::new(0),
+            next_ddl_block: AtomicU64::new(1),
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));
@@ -273,6 +276,7 @@ impl Coordinator {
             Statement::CopyTo(copy) => self.copy_to(session, copy).await,
             Statement::CreateTable(create) => self.create_table(session, create).await,
             Statement::CreateTableFromSource(create) => {
+                session.refuse_in_block("CREATE TABLE … FROM SOURCE")?;
                 self.create_table_from_source(session, create).await
             }
             Statement::CreateTableAs(create) => self.create_table_as(session, create).await,
@@ -290,22 +294,32 @@ impl Coordinator {
             Statement::CreateView(create) => self.create_view(session, create).await,
             Statement::CreateIndex(create) => self.create_index(session, create).await,
             Statement::CreateSchema(create) => self.create_schema(session, create).await,
-            Statement::CreateSource(create) => self.create_source(session, create).await,
-            Statement::CreateSink(create) => self.create_sink(session, create).await,
+            Statement::CreateSource(create) => {
+                session.refuse_in_block("CREATE SOURCE")?;
+                self.create_source(session, create).await
+            }
+            Statement::CreateSink(create) => {
+                session.refuse_in_block("CREATE SINK")?;
+                self.create_sink(session, create).await
+            }
             Statement::CreateSubscription(create) => {
+                session.refuse_in_block("CREATE SUBSCRIPTION")?;
                 self.create_subscription(session, create).await
             }
             Statement::Drop(drop) if drop.kind == ObjectKind::Source => {
+                session.refuse_in_block("DROP SOURCE")?;
                 self.drop_source(session, drop).await
             }
             Statement::Drop(drop) => self.drop_objects(session, drop).await,
             Statement::Comment(comment) => self.comment_on(session, comment).await,
             Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,
-            Statement::Rollback => Ok(self.rollback(session)),
+            Statement::Rollback => self.rollback(session).await,
             Statement::Savepoint(name) => self.savepoint(session, name),
             Statement::ReleaseSavepoint(name) => self.release_savepoint(session, &name),
-            Statement::RollbackToSavepoint(name) => self.rollback_to_savepoint(session, &name),
+            Statement::RollbackToSavepoint(name) => {
+                self.rollback_to_savepoint(session, &name).await
+            }
             Statement::Declare(declare) => self.declare(session, declare).await,
             Statement::Fetch(fetch) => self.fetch(session, &fetch).await,
             Statement::Close(cursor) => self.close_cursor(session, cursor),

@@ -31,6 +31,7 @@ use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::sources::watermark_tracker;
 use crate::table_rows::TableCodecs;
+use crate::transactional_ddl::DdlChange;
 use crate::write::{InsertRows, WriteStatement};
 
 /// A table, planned from its CREATE TABLE.
@@ -264,21 +265,22 @@ impl Coordinator {
             let name = index.name.clone();
             renamed.push((index, name, create_sql));
         }
-        self.durable.apply(
-            &renamed
-                .iter()
-                .map(|(item, name, create_sql)| {
-                    CatalogOp::Put(CatalogItem {
-                        id: item.id,
-                        name: name.clone(),
-                        schema: item.schema.clone(),
-                        kind: item.kind,
-                        create_sql: create_sql.clone(),
-                        depends_on: item.depends_on.clone(),
-                    })
+        let ops: Vec<CatalogOp> = renamed
+            .iter()
+            .map(|(item, name, create_sql)| {
+                CatalogOp::Put(CatalogItem {
+                    name: name.clone(),
+                    create_sql: create_sql.clone(),
+                    ..item.stored()
                 })
-                .collect::<Vec<_>>(),
-        )?;
+            })
+            .collect();
+        let before: Vec<Item> = renamed.iter().map(|(item, _, _)| item.clone()).collect();
+        let undo = before
+            .iter()
+            .map(|item| CatalogOp::Put(item.stored()))
+            .collect();
+        self.apply_ddl(session, &ops, undo, DdlChange::Renamed(before))?;
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         for (item, name, create_sql) in renamed {
             catalog.rename(item.id, &name, create_sql);
@@ -320,6 +322,7 @@ impl Coordinator {
             return Ok(None);
         }
         let id = self.record_item(
+            session,
             &planned.schema,
             &planned.name,
             kind,
@@ -371,6 +374,7 @@ impl Coordinator {
             _ => None,
         };
         let id = self.record_item(
+            session,
             &planned.schema,
             &planned.name,
             kind,
@@ -435,6 +439,7 @@ impl Coordinator {
             self.check_rows_unique(&planned).await?;
         }
         let id = self.record_item(
+            session,
             &planned.schema,
             &planned.name,
             ItemKind::Index,
@@ -486,7 +491,14 @@ impl Coordinator {
             });
         }
         let create_sql = format!("CREATE SCHEMA {}", sql::quote_ident(&name));
-        let id = self.record_item("", &name, ItemKind::Schema, &create_sql, Vec::new())?;
+        let id = self.record_item(
+            session,
+            "",
+            &name,
+            ItemKind::Schema,
+            &create_sql,
+            Vec::new(),
+        )?;
         self.install_schema(id, &name, &create_sql);
         Ok(ExecuteResponse::command("CREATE SCHEMA"))
     }
@@ -534,9 +546,11 @@ impl Coordinator {
         }
     }
 
-    /// Stores a new item durably and returns its id.
+    /// Stores a new item durably (inside a transaction block, until ROLLBACK) and returns
+    /// its id.
     pub(crate) fn record_item(
         &self,
+        session: &mut Session,
         schema: &str,
         name: &str,
         kind: ItemKind,
@@ -544,14 +558,20 @@ impl Coordinator {
         depends_on: Vec<GlobalId>,
     ) -> Result<GlobalId, CoordError> {
         let id = self.durable.allocate_id()?;
-        self.durable.apply(&[CatalogOp::Put(CatalogItem {
+        let put = CatalogOp::Put(CatalogItem {
             id,
             name: name.to_string(),
             schema: schema.to_string(),
             kind,
             create_sql: create_sql.to_string(),
             depends_on,
-        })])?;
+        });
+        self.apply_ddl(
+            session,
+            &[put],
+            vec![CatalogOp::Delete(id)],
+            DdlChange::Created(id),
+        )?;
         Ok(id)
     }
 
@@ -998,12 +1018,18 @@ impl Coordinator {
         if to_drop.is_empty() {
             return Ok(ExecuteResponse::command(tag));
         }
-        self.durable.apply(
-            &to_drop
+        let ops: Vec<CatalogOp> = to_drop.iter().map(|id| CatalogOp::Delete(*id)).collect();
+        if session.in_block() {
+            let dropped = self.dropped_items(&to_drop)?;
+            let undo = dropped
                 .iter()
-                .map(|id| CatalogOp::Delete(*id))
-                .collect::<Vec<_>>(),
-        )?;
+                .map(|d| CatalogOp::Put(d.item.stored()))
+                .collect();
+            self.apply_ddl(session, &ops, undo, DdlChange::Dropped(dropped))?;
+            self.hide_dropped(session, &to_drop);
+            return Ok(ExecuteResponse::command(tag));
+        }
+        self.durable.apply(&ops)?;
         for id in to_drop.into_iter().rev() {
             self.uninstall(id);
             self.drop_comments(id)?;
@@ -1013,13 +1039,26 @@ impl Coordinator {
 
     /// Removes an item from the catalog and compute.
     pub(crate) fn uninstall(&self, id: GlobalId) {
+        if let Some(item) = self.hide(id) {
+            self.release(&item);
+        }
+    }
+
+    /// Removes an item from the catalog (and an index from its relation's lookups), leaving
+    /// what runs for it; returns it.
+    pub(crate) fn hide(&self, id: GlobalId) -> Option<Item> {
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
-        let Some(item) = catalog.remove(id) else {
-            return;
-        };
+        let item = catalog.remove(id)?;
         if let ItemDetails::Index { on, .. } = item.details {
             catalog.remove_lookup(on, id);
         }
+        Some(item)
+    }
+
+    /// Stops what runs for a removed item: its source, sink or subscription, its dataflow
+    /// and its table's codecs.
+    pub(crate) fn release(&self, item: &Item) {
+        let id = item.id;
         if item.kind == ItemKind::Source {
             self.stop_source(id);
             self.streams.remove(id);

@@ -38,6 +38,7 @@ impl Coordinator {
             return Ok(ExecuteResponse::command("CREATE SUBSCRIPTION"));
         }
         let id = self.record_item(
+            session,
             &schema,
             &name,
             ItemKind::Subscription,

@@ -43,6 +43,7 @@ mod system_status;
 mod table_rows;
 mod table_watermarks;
 mod timestamps;
+mod transactional_ddl;
 mod transactions;
 mod unique_keys;
 mod write;

@@ -12,6 +12,7 @@ use crate::cursors::Cursor;
 use crate::error::CoordError;
 use crate::generic_plans::ShapePlans;
 use crate::query_context::PlanningState;
+use crate::transactional_ddl::DdlChange;
 
 /// Where a session stands with respect to transactions (the ReadyForQuery status byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,14 +57,20 @@ pub(crate) struct TransactionBlock {
     pub reads: BTreeMap<GlobalId, Timestamp>,
     /// Open savepoints, oldest first.
     pub savepoints: Vec<Savepoint>,
+    /// The definitions made in the block, oldest first (see [`crate::transactional_ddl`]).
+    pub ddl: Vec<DdlChange>,
+    /// The durable catalog's name for the block, once it made a definition.
+    pub ddl_block: Option<u64>,
 }
 
-/// A savepoint: the block's writes and reads when it was set.
+/// A savepoint: the block's writes, reads and definitions when it was set.
 #[derive(Debug)]
 pub(crate) struct Savepoint {
     pub name: String,
     pub writes: PendingWrites,
     pub reads: BTreeMap<GlobalId, Timestamp>,
+    /// How many definitions the block had made.
+    pub ddl: usize,
 }
 
 #[derive(Debug, Default)]

@@ -64,7 +64,14 @@ impl Coordinator {
         connection.resume().await.map_err(sink_error)?;
         drop(connection);
         let create_sql = create.to_string();
-        let id = self.record_item(&schema, &name, ItemKind::Sink, &create_sql, vec![from.id])?;
+        let id = self.record_item(
+            session,
+            &schema,
+            &name,
+            ItemKind::Sink,
+            &create_sql,
+            vec![from.id],
+        )?;
         if let Err(e) = self.install_sink(id, &create_sql, &create, from.id).await {
             self.uninstall(id);
             self.durable.apply(&[storage::CatalogOp::Delete(id)])?;

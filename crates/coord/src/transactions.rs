@@ -1,7 +1,9 @@
 //! Transaction control: BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE and ROLLBACK TO.
 //!
-//! A transaction block collects its writes and commits them at one timestamp. Savepoints
-//! remember the writes made so far; rolling back to one forgets the later writes and, as in
+//! A transaction block collects its writes and commits them at one timestamp; its
+//! definitions apply at once and are undone unless it commits (see
+//! [`crate::transactional_ddl`]). Savepoints remember the writes and definitions made so far;
+//! rolling back to one forgets the later writes, undoes the later definitions and, as in
 //! Postgres, makes a failed block usable again. The end of a block closes its cursors
 //! (those declared WITH HOLD stay).
 
@@ -38,6 +40,8 @@ impl Coordinator {
         ExecuteResponse::command("BEGIN")
     }
 
+    /// `COMMIT`: the block's writes commit at one time and its definitions become final; if
+    /// the writes cannot commit, the definitions are undone too.
     pub(crate) async fn commit(
         &self,
         session: &mut Session,
@@ -49,29 +53,56 @@ impl Coordinator {
                 session.notice("WARNING", "25P01", "there is no transaction in progress");
                 Ok(ExecuteResponse::command("COMMIT"))
             }
-            Transaction::Failed(_) => Ok(ExecuteResponse::command("ROLLBACK")),
-            Transaction::Block(block) => {
-                if !block.writes.is_empty() {
+            Transaction::Failed(mut block) => {
+                let _sequencer = self.lock_sequencer().await;
+                self.undo_ddl(&mut block, 0)?;
+                Ok(ExecuteResponse::command("ROLLBACK"))
+            }
+            Transaction::Block(mut block) => {
+                let writes = std::mem::take(&mut block.writes);
+                if !writes.is_empty() {
                     let sequencer = self.sequencer.clone().lock_owned().await;
-                    self.commit_detached(
-                        block.writes,
-                        ReadCheck::TablesSince(block.reads),
-                        sequencer,
-                    )
-                    .await?;
+                    let committed = self
+                        .commit_detached(
+                            writes,
+                            ReadCheck::TablesSince(block.reads.clone()),
+                            sequencer,
+                        )
+                        .await;
+                    if let Err(e) = committed {
+                        let _sequencer = self.lock_sequencer().await;
+                        self.undo_ddl(&mut block, 0)?;
+                        return Err(e);
+                    }
+                }
+                if block.ddl_block.is_some() {
+                    let _sequencer = self.lock_sequencer().await;
+                    self.commit_ddl(&mut block)?;
                 }
                 Ok(ExecuteResponse::command("COMMIT"))
             }
         }
     }
 
-    pub(crate) fn rollback(&self, session: &mut Session) -> ExecuteResponse {
-        if matches!(session.transaction, Transaction::Idle) {
-            session.notice("WARNING", "25P01", "there is no transaction in progress");
-        }
-        session.transaction = Transaction::Idle;
+    /// `ROLLBACK`: forgets the block's writes and undoes its definitions.
+    pub(crate) async fn rollback(
+        &self,
+        session: &mut Session,
+    ) -> Result<ExecuteResponse, CoordError> {
+        let ended = std::mem::take(&mut session.transaction);
         end_block(session);
-        ExecuteResponse::command("ROLLBACK")
+        match ended {
+            Transaction::Idle => {
+                session.notice("WARNING", "25P01", "there is no transaction in progress");
+            }
+            Transaction::Block(mut block) | Transaction::Failed(mut block) => {
+                if !block.ddl.is_empty() {
+                    let _sequencer = self.lock_sequencer().await;
+                    self.undo_ddl(&mut block, 0)?;
+                }
+            }
+        }
+        Ok(ExecuteResponse::command("ROLLBACK"))
     }
 
     pub(crate) fn savepoint(
@@ -86,6 +117,7 @@ impl Coordinator {
             name,
             writes: block.writes.clone(),
             reads: block.reads.clone(),
+            ddl: block.ddl.len(),
         };
         block.savepoints.push(savepoint);
         Ok(ExecuteResponse::command("SAVEPOINT"))
@@ -104,9 +136,9 @@ impl Coordinator {
         Ok(ExecuteResponse::command("RELEASE"))
     }
 
-    /// ROLLBACK TO SAVEPOINT: forgets the writes made after the savepoint (which stays), and
-    /// recovers a block that failed after it.
-    pub(crate) fn rollback_to_savepoint(
+    /// ROLLBACK TO SAVEPOINT: forgets the writes and undoes the definitions made after the
+    /// savepoint (which stays), and recovers a block that failed after it.
+    pub(crate) async fn rollback_to_savepoint(
         &self,
         session: &mut Session,
         name: &str,
@@ -126,6 +158,14 @@ impl Coordinator {
         let savepoint = &block.savepoints[position];
         block.writes = savepoint.writes.clone();
         block.reads = savepoint.reads.clone();
+        let keep = savepoint.ddl;
+        if block.ddl.len() > keep {
+            let _sequencer = self.lock_sequencer().await;
+            if let Err(e) = self.undo_ddl(&mut block, keep) {
+                session.transaction = Transaction::Failed(block);
+                return Err(e);
+            }
+        }
         session.transaction = Transaction::Block(block);
         Ok(ExecuteResponse::command("ROLLBACK"))
     }

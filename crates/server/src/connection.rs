@@ -70,6 +70,14 @@ impl Connection {
         simple_query::wire_status(status)
     }
 
+    /// Ends the connection's session: a transaction block it left open is rolled back.
+    pub async fn close(&self) {
+        let session = self.session.lock().await.take();
+        if let Some(session) = session {
+            self.coord.end_session(session).await;
+        }
+    }
+
     pub fn new(coord: Arc<Coordinator>) -> Self {
         let session = Arc::new(tokio::sync::Mutex::new(None));
         Self {

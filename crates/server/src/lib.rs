@@ -93,8 +93,9 @@ pub async fn serve(
                 continue;
             }
         };
+        let connection = Arc::new(Connection::new(coord.clone()));
         let handlers = Arc::new(ConnectionHandlers {
-            connection: Arc::new(Connection::new(coord.clone())),
+            connection: connection.clone(),
             startup: startup.clone(),
             cancel: cancel.clone(),
         });
@@ -103,6 +104,7 @@ pub async fn serve(
             if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            connection.close().await;
             tracing::debug!(%peer, "connection closed");
         });
     }

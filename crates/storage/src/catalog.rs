@@ -3,6 +3,10 @@
 //!
 //! Items keep the SQL that created them, not plans: the coordinator re-plans on boot. Every
 //! write commits with `Durability::Immediate`, so a returned `Ok` survives a crash.
+//!
+//! DDL inside a transaction block is applied at once, beside the steps that undo it
+//! ([`Catalog::apply_in_block`]); ROLLBACK applies those steps, COMMIT forgets them, and a
+//! block still open when the process stopped is undone when the catalog is opened again.
 
 use std::path::Path;
 
@@ -18,6 +22,8 @@ use crate::StorageError;
 const ITEMS: TableDefinition<u64, &[u8]> = TableDefinition::new("items");
 /// Counters: the next id, the timestamp high-water mark.
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// The catalog changes of open transaction blocks, by block: the steps that undo them, as JSON.
+const UNCOMMITTED: TableDefinition<u64, &[u8]> = TableDefinition::new("uncommitted");
 /// Free-form settings.
 const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("settings");
 
@@ -50,7 +56,7 @@ pub struct CatalogItem {
 }
 
 /// One change to the catalog; a slice of them is applied atomically by [`Catalog::apply`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CatalogOp {
     /// Insert or replace the item with this id.
     Put(CatalogItem),
@@ -70,17 +76,34 @@ impl std::fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// Opens the catalog at `path`, creating the file and its tables if missing.
+    /// Opens the catalog at `path`, creating the file and its tables if missing, and undoes
+    /// the changes of every transaction block that was open when it was last used.
     pub fn open(path: &Path) -> Result<Catalog, StorageError> {
         let catalog = Catalog {
             db: Database::create(path)?,
         };
-        catalog.write(|txn| {
+        let undone = catalog.write(|txn| {
             txn.open_table(ITEMS)?;
             txn.open_table(COUNTERS)?;
             txn.open_table(SETTINGS)?;
-            Ok(())
+            let blocks: Vec<u64> = {
+                let uncommitted = txn.open_table(UNCOMMITTED)?;
+                let keys = uncommitted
+                    .iter()?
+                    .map(|entry| entry.map(|(k, _)| k.value()));
+                keys.collect::<Result<_, _>>()?
+            };
+            for block in &blocks {
+                undo_steps(txn, *block, 0)?;
+            }
+            Ok(blocks.len())
         })?;
+        if undone > 0 {
+            tracing::info!(
+                blocks = undone,
+                "undid the definitions of transaction blocks left open at the last stop"
+            );
+        }
         Ok(catalog)
     }
 
@@ -100,33 +123,35 @@ impl Catalog {
     /// Fails (changing nothing) if a `Put` names an id `allocate_id` never handed out or a
     /// `Delete` names a missing item.
     pub fn apply(&self, ops: &[CatalogOp]) -> Result<(), StorageError> {
+        self.write(|txn| apply_ops(txn, ops, MissingItem::Fails))
+    }
+
+    /// Applies `ops` as [`Self::apply`] does, as the next step of transaction block `block`,
+    /// and records in the same transaction `undo`, the ops that take the step back.
+    pub fn apply_in_block(
+        &self,
+        block: u64,
+        ops: &[CatalogOp],
+        undo: Vec<CatalogOp>,
+    ) -> Result<(), StorageError> {
         self.write(|txn| {
-            let next_id = txn
-                .open_table(COUNTERS)?
-                .get(NEXT_ID)?
-                .map_or(FIRST_ID, |v| v.value());
-            let mut items = txn.open_table(ITEMS)?;
-            for op in ops {
-                match op {
-                    CatalogOp::Put(item) => {
-                        if item.id.0 < FIRST_ID || item.id.0 >= next_id {
-                            return Err(StorageError::UnallocatedId(item.id));
-                        }
-                        let json = serde_json::to_vec(item).map_err(|source| {
-                            StorageError::EncodeCatalogItem {
-                                id: item.id,
-                                source,
-                            }
-                        })?;
-                        items.insert(item.id.0, json.as_slice())?;
-                    }
-                    CatalogOp::Delete(id) => {
-                        if items.remove(id.0)?.is_none() {
-                            return Err(StorageError::UnknownItem(*id));
-                        }
-                    }
-                }
-            }
+            apply_ops(txn, ops, MissingItem::Fails)?;
+            let mut steps = read_steps(txn, block)?;
+            steps.push(undo);
+            write_steps(txn, block, &steps)
+        })
+    }
+
+    /// Takes back the steps of transaction block `block` after its first `keep`, the last
+    /// first; the block is forgotten when none remains.
+    pub fn undo_block(&self, block: u64, keep: usize) -> Result<(), StorageError> {
+        self.write(|txn| undo_steps(txn, block, keep))
+    }
+
+    /// Makes the steps of transaction block `block` final.
+    pub fn commit_block(&self, block: u64) -> Result<(), StorageError> {
+        self.write(|txn| {
+            txn.open_table(UNCOMMITTED)?.remove(block)?;
             Ok(())
         })
     }
@@ -222,6 +247,84 @@ impl Catalog {
         txn.commit()?;
         Ok(out)
     }
+}
+
+/// Whether a `Delete` of a missing item fails: when undoing, a step whose item is already
+/// gone (a failed CREATE removes what it recorded) has nothing left to undo.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MissingItem {
+    Fails,
+    Skipped,
+}
+
+fn apply_ops(
+    txn: &WriteTransaction,
+    ops: &[CatalogOp],
+    missing: MissingItem,
+) -> Result<(), StorageError> {
+    let next_id = txn
+        .open_table(COUNTERS)?
+        .get(NEXT_ID)?
+        .map_or(FIRST_ID, |v| v.value());
+    let mut items = txn.open_table(ITEMS)?;
+    for op in ops {
+        match op {
+            CatalogOp::Put(item) => {
+                if item.id.0 < FIRST_ID || item.id.0 >= next_id {
+                    return Err(StorageError::UnallocatedId(item.id));
+                }
+                let json =
+                    serde_json::to_vec(item).map_err(|source| StorageError::EncodeCatalogItem {
+                        id: item.id,
+                        source,
+                    })?;
+                items.insert(item.id.0, json.as_slice())?;
+            }
+            CatalogOp::Delete(id) => {
+                if items.remove(id.0)?.is_none() && missing == MissingItem::Fails {
+                    return Err(StorageError::UnknownItem(*id));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The undo steps recorded for transaction block `block`, oldest first.
+fn read_steps(txn: &WriteTransaction, block: u64) -> Result<Vec<Vec<CatalogOp>>, StorageError> {
+    let uncommitted = txn.open_table(UNCOMMITTED)?;
+    let Some(json) = uncommitted.get(block)? else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_slice(json.value())
+        .map_err(|source| StorageError::CorruptUndo { block, source })
+}
+
+fn write_steps(
+    txn: &WriteTransaction,
+    block: u64,
+    steps: &[Vec<CatalogOp>],
+) -> Result<(), StorageError> {
+    let mut uncommitted = txn.open_table(UNCOMMITTED)?;
+    if steps.is_empty() {
+        uncommitted.remove(block)?;
+        return Ok(());
+    }
+    let json =
+        serde_json::to_vec(steps).map_err(|source| StorageError::EncodeUndo { block, source })?;
+    uncommitted.insert(block, json.as_slice())?;
+    Ok(())
+}
+
+/// Applies the undo steps of `block` after its first `keep`, the last first, and keeps the
+/// rest.
+fn undo_steps(txn: &WriteTransaction, block: u64, keep: usize) -> Result<(), StorageError> {
+    let mut steps = read_steps(txn, block)?;
+    while steps.len() > keep {
+        let Some(undo) = steps.pop() else { break };
+        apply_ops(txn, &undo, MissingItem::Skipped)?;
+    }
+    write_steps(txn, block, &steps)
 }
 
 #[cfg(test)]
@@ -368,5 +471,80 @@ mod tests {
         catalog.set_setting("k", "a").unwrap();
         catalog.set_setting("k", "b").unwrap();
         assert_eq!(catalog.get_setting("k").unwrap().as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_block_is_undone_step_by_step_by_rollback() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&dir.path().join("catalog.redb")).unwrap();
+        let t = catalog.allocate_id().unwrap();
+        catalog
+            .apply(&[CatalogOp::Put(item(t, "t", vec![]))])
+            .unwrap();
+        let v = catalog.allocate_id().unwrap();
+        // Step 1 drops t, step 2 creates v; a savepoint sits between them.
+        catalog
+            .apply_in_block(
+                7,
+                &[CatalogOp::Delete(t)],
+                vec![CatalogOp::Put(item(t, "t", vec![]))],
+            )
+            .unwrap();
+        catalog
+            .apply_in_block(
+                7,
+                &[CatalogOp::Put(item(v, "v", vec![]))],
+                vec![CatalogOp::Delete(v)],
+            )
+            .unwrap();
+        assert_eq!(catalog.items().unwrap(), vec![item(v, "v", vec![])]);
+        catalog.undo_block(7, 1).unwrap();
+        assert!(catalog.items().unwrap().is_empty());
+        catalog.undo_block(7, 0).unwrap();
+        assert_eq!(catalog.items().unwrap(), vec![item(t, "t", vec![])]);
+        // Nothing is left to undo.
+        catalog.undo_block(7, 0).unwrap();
+        assert_eq!(catalog.items().unwrap(), vec![item(t, "t", vec![])]);
+    }
+
+    #[test]
+    fn a_committed_block_stays_and_an_open_one_is_undone_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        let (committed, open) = {
+            let catalog = Catalog::open(&path).unwrap();
+            let committed = catalog.allocate_id().unwrap();
+            let open = catalog.allocate_id().unwrap();
+            for (block, id, name) in [(1, committed, "kept"), (2, open, "undone")] {
+                catalog
+                    .apply_in_block(
+                        block,
+                        &[CatalogOp::Put(item(id, name, vec![]))],
+                        vec![CatalogOp::Delete(id)],
+                    )
+                    .unwrap();
+            }
+            catalog.commit_block(1).unwrap();
+            (committed, open)
+        };
+        let catalog = Catalog::open(&path).unwrap();
+        assert_eq!(
+            catalog.items().unwrap(),
+            vec![item(committed, "kept", vec![])]
+        );
+        // A failed CREATE already removed its item: undoing it finds nothing and goes on.
+        catalog
+            .apply_in_block(
+                3,
+                &[CatalogOp::Put(item(open, "again", vec![]))],
+                vec![CatalogOp::Delete(open)],
+            )
+            .unwrap();
+        catalog.apply(&[CatalogOp::Delete(open)]).unwrap();
+        catalog.undo_block(3, 0).unwrap();
+        assert_eq!(
+            catalog.items().unwrap(),
+            vec![item(committed, "kept", vec![])]
+        );
     }
 }

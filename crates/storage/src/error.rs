@@ -29,6 +29,22 @@ pub enum StorageError {
         /// Why encoding failed.
         source: serde_json::Error,
     },
+    /// The undo steps of a transaction block could not be encoded as JSON.
+    #[error("the definitions of transaction block {block} cannot be encoded: {source}")]
+    EncodeUndo {
+        /// The block.
+        block: u64,
+        /// Why encoding failed.
+        source: serde_json::Error,
+    },
+    /// The stored undo steps of a transaction block are not the JSON this version writes.
+    #[error("the definitions of transaction block {block} cannot be decoded: {source}")]
+    CorruptUndo {
+        /// The block.
+        block: u64,
+        /// Why decoding failed.
+        source: serde_json::Error,
+    },
     /// A `Put` named an id that `allocate_id` never handed out (it could be handed out again).
     #[error("catalog item id {0} was never allocated")]
     UnallocatedId(GlobalId),
