@@ -120,6 +120,26 @@ fn sort_key(columns: &[ColumnKind], row: &[Cell]) -> Vec<Cell> {
 /// `None` when `actual` and `expected` are equal multisets of rows; otherwise a description
 /// of the rows missing from `actual` and the rows it has in excess.
 pub fn differences(expected: &ResultSet, actual: &[Vec<Cell>]) -> Option<String> {
+    let (missing, extra) = unmatched(expected, actual);
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "rows expected but missing ({}):\n{}rows present but not expected ({}):\n{}",
+        missing.len(),
+        format_rows(&missing),
+        extra.len(),
+        format_rows(&extra)
+    ))
+}
+
+/// Whether `actual` is `expected` with some rows missing and none added.
+pub fn lacks_rows_only(expected: &ResultSet, actual: &[Vec<Cell>]) -> bool {
+    unmatched(expected, actual).1.is_empty()
+}
+
+/// The rows of `expected` that `actual` lacks, and the rows of `actual` beyond `expected`.
+fn unmatched(expected: &ResultSet, actual: &[Vec<Cell>]) -> (Vec<Vec<Cell>>, Vec<Vec<Cell>>) {
     let columns = &expected.columns;
     let mut expected_rows = expected.rows.clone();
     let mut actual_rows = actual.to_vec();
@@ -131,7 +151,7 @@ pub fn differences(expected: &ResultSet, actual: &[Vec<Cell>]) -> Option<String>
             .zip(&actual_rows)
             .all(|(e, a)| rows_match(columns, e, a))
     {
-        return None;
+        return (Vec::new(), Vec::new());
     }
     // Match greedily (rows that round differently may sort apart), then list what is left.
     let mut missing = Vec::new();
@@ -146,16 +166,7 @@ pub fn differences(expected: &ResultSet, actual: &[Vec<Cell>]) -> Option<String>
             None => missing.push(row),
         }
     }
-    if missing.is_empty() && actual_rows.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "rows expected but missing ({}):\n{}rows present but not expected ({}):\n{}",
-        missing.len(),
-        format_rows(&missing),
-        actual_rows.len(),
-        format_rows(&actual_rows)
-    ))
+    (missing, actual_rows)
 }
 
 /// Rows as `(a, b, NULL)` lines.

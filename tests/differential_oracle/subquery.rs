@@ -26,10 +26,20 @@ impl Condition {
     }
 }
 
-/// `SELECT exprs FROM t WHERE <subquery predicate> [AND p]`.
+/// `SELECT exprs FROM t WHERE <subquery predicate> [AND p]`, the subquery predicate
+/// sometimes one side of an `OR` (DataFusion makes a mark join of it).
 pub(super) fn subquery_filter(rng: &mut StdRng, tables: &[Table]) -> Query {
     let from = single_table(rng, tables, "x0");
-    let condition = subquery_predicate(rng, tables, &from.scope);
+    let in_disjunction = rng.random_bool(0.4);
+    let mut condition = subquery_predicate(rng, tables, &from.scope, in_disjunction);
+    if in_disjunction {
+        let other = predicate(rng, &from.scope);
+        let or = |sql: &str| format!("({sql} OR {other})");
+        condition = Condition {
+            sql: or(&condition.sql),
+            oracle_sql: condition.oracle_sql.as_deref().map(or),
+        };
+    }
     let extra = if rng.random_bool(0.3) {
         format!(" AND {}", predicate(rng, &from.scope))
     } else {
@@ -84,8 +94,14 @@ impl Inner {
     }
 }
 
-/// EXISTS / NOT EXISTS / IN / NOT IN / scalar comparison, correlated or not.
-fn subquery_predicate(rng: &mut StdRng, tables: &[Table], outer: &Scope) -> Condition {
+/// EXISTS / NOT EXISTS / IN / NOT IN / scalar comparison, correlated or not; no `NOT IN`
+/// when it is to be one side of an `OR` (views refuse it there: a NULL answer is not false).
+fn subquery_predicate(
+    rng: &mut StdRng,
+    tables: &[Table],
+    outer: &Scope,
+    in_disjunction: bool,
+) -> Condition {
     let inner_table = single_table(rng, tables, "y0");
     let inner = Inner {
         correlation: format!(
@@ -98,7 +114,11 @@ fn subquery_predicate(rng: &mut StdRng, tables: &[Table], outer: &Scope) -> Cond
     };
     let outer_int = column_or_literal(rng, outer, Kind::Int);
     let from = &inner.from;
-    match rng.random_range(0..10) {
+    let mut choice = rng.random_range(0..10);
+    if in_disjunction && choice == 5 {
+        choice = 3;
+    }
+    match choice {
         0 => Condition::same(format!(
             "EXISTS (SELECT 1 FROM {from}{})",
             inner.filter(rng, true)

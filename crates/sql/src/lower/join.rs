@@ -1,5 +1,5 @@
 //! Lowering joins: every DataFusion join type onto [`JoinKind`]s, swapping sides for the
-//! right-hand variants.
+//! right-hand variants (mark joins, from `EXISTS`/`IN` inside `OR`, are in `mark_join`).
 
 use std::sync::Arc;
 
@@ -25,12 +25,7 @@ impl Lowerer<'_> {
             JoinType::LeftAnti if join.null_aware => (JoinKind::LeftAntiNullAware, false),
             JoinType::LeftAnti => (JoinKind::LeftAnti, false),
             JoinType::RightAnti => (JoinKind::LeftAnti, true),
-            JoinType::LeftMark | JoinType::RightMark => {
-                return Err(SqlError::not_incremental(
-                    "EXISTS or IN inside OR",
-                    "rewrite the condition as a UNION of the alternatives",
-                ))
-            }
+            JoinType::LeftMark | JoinType::RightMark => return self.lower_mark_join(join),
         };
         if kind == JoinKind::LeftAntiNullAware && (join.filter.is_some() || join.on.len() > 1) {
             return Err(SqlError::not_incremental(

@@ -9,6 +9,7 @@
 mod aggregate;
 mod asof;
 mod join;
+mod mark_join;
 mod projections;
 mod recursive;
 mod session;
@@ -57,6 +58,7 @@ const TIME_DEPENDENT_FUNCTIONS: &[&str] = &[
 pub fn lower(state: &SessionState, plan: &LogicalPlan) -> Result<Plan, SqlError> {
     let plan = crate::temporal_filters::mark_clock_in_filters(plan.clone())?;
     reject_time_dependent_functions(&plan)?;
+    mark_join::reject_three_valued_in(&plan)?;
     crate::processing_time::check_append_only_inputs(&plan)?;
     let optimized = single_values::checked_where_used(state.optimize(&plan)?)?;
     Lowerer { state }.lower(&optimized)
