@@ -23,9 +23,21 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let _sequencer = self.lock_sequencer().await;
         let (id, column) = self.comment_target(session, &comment.target)?;
+        self.set_comment(id, column, comment.text)?;
+        Ok(ExecuteResponse::command("COMMENT"))
+    }
+
+    /// Sets (or with `None` removes) the comment of item `id`'s column `column` (0: the
+    /// item itself).
+    pub(crate) fn set_comment(
+        &self,
+        id: GlobalId,
+        column: u32,
+        text: Option<String>,
+    ) -> Result<(), CoordError> {
         let key = comment_key(id, column);
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
-        match comment.text {
+        match text {
             Some(text) => {
                 self.durable.set_setting(&key, &text)?;
                 catalog.comments.insert((id, column), text);
@@ -35,7 +47,7 @@ impl Coordinator {
                 catalog.comments.remove(&(id, column));
             }
         }
-        Ok(ExecuteResponse::command("COMMENT"))
+        Ok(())
     }
 
     /// The item (and column number, 0 for none) a COMMENT ON names.

@@ -288,6 +288,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::command("TRUNCATE TABLE"))
             }
             Statement::Rename(rename) => self.rename(session, rename).await,
+            Statement::AlterColumns(alter) => self.alter_columns(session, alter).await,
             Statement::RefreshMaterializedView(name) => {
                 self.refresh_materialized_view(session, &name)
             }

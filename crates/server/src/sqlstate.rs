@@ -55,7 +55,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::UnknownColumn(_) => "42703",
         SqlError::AmbiguousColumn(_) => "42702",
         SqlError::UnknownFunction(_) => "42883",
-        SqlError::DuplicateColumn(_) => "42701",
+        SqlError::DuplicateColumn(_) | SqlError::ColumnExists { .. } => "42701",
         SqlError::DivisionByZero => "22012",
         SqlError::InvalidValue(_) => "22P02",
         SqlError::OutOfRange(_) => "22003",

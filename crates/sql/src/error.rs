@@ -38,6 +38,14 @@ pub enum SqlError {
     /// A function or operator that does not exist for these argument types.
     #[error("{0}")]
     UnknownFunction(String),
+    /// `ALTER TABLE … ADD` or `RENAME COLUMN` to a column name the table has already.
+    #[error("column \"{column}\" of relation \"{relation}\" already exists")]
+    ColumnExists {
+        /// The column.
+        column: String,
+        /// The table.
+        relation: String,
+    },
     /// A column name appears twice in one relation.
     #[error("column \"{0}\" specified more than once")]
     DuplicateColumn(String),

@@ -37,6 +37,7 @@ mod postgres_integers;
 mod postgres_text_casts;
 mod postgres_to_char;
 mod postgres_types;
+mod printing;
 mod processing_time;
 mod recursive_queries;
 mod reg_types;

@@ -39,8 +39,10 @@ pub(crate) fn temporal_kind(data_type: &SqlType) -> Option<Temporal> {
     }
 }
 
-/// Rewrites the statement's literals (see the module documentation).
+/// Rewrites the statement's literals (see the module documentation), and parenthesizes what
+/// would not print as it reads ([`crate::printing`]).
 pub(crate) fn normalize_literals<T: VisitMut>(node: &mut T) {
+    crate::printing::parenthesize_negative_operands(node);
     let _ = visit_expressions_mut(node, |expr| {
         match expr {
             Expr::TypedString(typed) => {

@@ -122,6 +122,233 @@ impl Rename {
     }
 }
 
+/// `ALTER TABLE [IF EXISTS] name ADD | DROP | RENAME COLUMN …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterColumns {
+    /// The table.
+    pub name: ObjectRef,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+    /// What changes.
+    pub change: ColumnChange,
+}
+
+/// One change to a table's columns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnChange {
+    /// `ADD [COLUMN] [IF NOT EXISTS] definition`.
+    Add {
+        /// The new column, as written.
+        column: ast::ColumnDef,
+        /// `IF NOT EXISTS`.
+        if_not_exists: bool,
+    },
+    /// `DROP [COLUMN] [IF EXISTS] column`.
+    Drop {
+        /// The column.
+        column: String,
+        /// `IF EXISTS`.
+        if_exists: bool,
+    },
+    /// `RENAME [COLUMN] column TO new_name`.
+    Rename {
+        /// The column.
+        column: String,
+        /// Its new name.
+        new_name: String,
+    },
+}
+
+/// What an `ALTER TABLE` statement does.
+pub(crate) fn from_alter_table(alter: &ast::AlterTable) -> Result<super::Statement, SqlError> {
+    let name = object_ref(&alter.name)?;
+    let change = match alter.operations.as_slice() {
+        [ast::AlterTableOperation::RenameTable { .. }] => {
+            return Ok(super::Statement::Rename(Rename::from_alter_table(alter)?))
+        }
+        [ast::AlterTableOperation::AddColumn {
+            if_not_exists,
+            column_def,
+            column_position: None,
+            ..
+        }] => ColumnChange::Add {
+            column: column_def.clone(),
+            if_not_exists: *if_not_exists,
+        },
+        [ast::AlterTableOperation::DropColumn {
+            column_names,
+            if_exists,
+            ..
+        }] if column_names.len() == 1 => ColumnChange::Drop {
+            column: fold_ident(&column_names[0]),
+            if_exists: *if_exists,
+        },
+        [ast::AlterTableOperation::RenameColumn {
+            old_column_name,
+            new_column_name,
+        }] => ColumnChange::Rename {
+            column: fold_ident(old_column_name),
+            new_name: fold_ident(new_column_name),
+        },
+        operations => {
+            return Err(SqlError::Unsupported(format!(
+                "ALTER TABLE {}",
+                operations
+                    .iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
+    Ok(super::Statement::AlterColumns(AlterColumns {
+        name,
+        if_exists: alter.if_exists,
+        change,
+    }))
+}
+
+impl AlterColumns {
+    /// The table's stored `CREATE TABLE` with the change made, or `None` where `IF [NOT]
+    /// EXISTS` makes it nothing (with the notice to give).
+    pub fn altered(&self, create: &CreateTable) -> Result<Altered, SqlError> {
+        let table = &create.name.name;
+        let mut altered = create.clone();
+        let columns = &mut altered.create.columns;
+        let position = |name: &str| columns.iter().position(|c| fold_ident(&c.name) == name);
+        let missing = |column: &str| {
+            SqlError::UnknownColumn(format!(
+                "column \"{column}\" of relation \"{table}\" does not exist"
+            ))
+        };
+        match &self.change {
+            ColumnChange::Add {
+                column,
+                if_not_exists,
+            } => {
+                let name = fold_ident(&column.name);
+                if position(&name).is_some() {
+                    if *if_not_exists {
+                        return Ok(Altered::Unchanged(format!(
+                            "column \"{name}\" of relation \"{table}\" already exists, skipping"
+                        )));
+                    }
+                    return Err(SqlError::ColumnExists {
+                        column: name,
+                        relation: table.clone(),
+                    });
+                }
+                if column.options.iter().any(|o| {
+                    matches!(
+                        o.option,
+                        ColumnOption::PrimaryKey(_) | ColumnOption::Unique(_)
+                    )
+                }) {
+                    return Err(SqlError::Unsupported(
+                        "adding a column with a PRIMARY KEY or UNIQUE constraint".into(),
+                    ));
+                }
+                columns.push(column.clone());
+            }
+            ColumnChange::Drop { column, if_exists } => {
+                let Some(at) = position(column) else {
+                    if *if_exists {
+                        return Ok(Altered::Unchanged(format!(
+                            "column \"{column}\" of relation \"{table}\" does not exist, skipping"
+                        )));
+                    }
+                    return Err(missing(column));
+                };
+                if create.keys_name(column) {
+                    return Err(SqlError::Unsupported(format!(
+                        "dropping column \"{column}\" of \"{table}\", which a PRIMARY KEY, UNIQUE constraint or WATERMARK names"
+                    )));
+                }
+                if columns.len() == 1 {
+                    return Err(SqlError::Unsupported(format!(
+                        "dropping the last column of \"{table}\""
+                    )));
+                }
+                columns.remove(at);
+            }
+            ColumnChange::Rename { column, new_name } => {
+                let Some(at) = position(column) else {
+                    return Err(missing(column));
+                };
+                if position(new_name).is_some() {
+                    return Err(SqlError::ColumnExists {
+                        column: new_name.clone(),
+                        relation: table.clone(),
+                    });
+                }
+                if create.keys_name(column) {
+                    return Err(SqlError::Unsupported(format!(
+                        "renaming column \"{column}\" of \"{table}\", which a PRIMARY KEY, UNIQUE constraint or WATERMARK names"
+                    )));
+                }
+                columns[at].name = ast::Ident::new(new_name);
+            }
+        }
+        Ok(Altered::Table(Box::new(altered)))
+    }
+}
+
+impl AlterColumns {
+    /// The query that reads the table `before` describes as the altered table holds its
+    /// rows: each remaining column under its new name, and an added column's DEFAULT (or
+    /// NULL) cast to its type. Built from the parsed definition, never printed and parsed.
+    pub fn rows_query(&self, before: &CreateTable) -> Result<Query, SqlError> {
+        let template = format!("SELECT 1 FROM {}", object_name(&before.name));
+        let Some(ast::Statement::Query(mut query)) = crate::parse::parse_sql(&template)?.pop()
+        else {
+            return Err(SqlError::Internal(format!("not a query: {template}")));
+        };
+        let ast::SetExpr::Select(select) = query.body.as_mut() else {
+            return Err(SqlError::Internal(format!("not a SELECT: {template}")));
+        };
+        let mut projection = Vec::new();
+        for column in &before.create.columns {
+            let name = fold_ident(&column.name);
+            let new_name = match &self.change {
+                ColumnChange::Drop { column, .. } if *column == name => continue,
+                ColumnChange::Rename { column, new_name } if *column == name => new_name.clone(),
+                _ => name.clone(),
+            };
+            projection.push(ast::SelectItem::ExprWithAlias {
+                expr: SqlExpr::Identifier(ast::Ident::with_quote('"', name)),
+                alias: ast::Ident::with_quote('"', new_name),
+            });
+        }
+        if let ColumnChange::Add { column, .. } = &self.change {
+            let default = column.options.iter().find_map(|o| match &o.option {
+                ColumnOption::Default(expr) => Some(expr.clone()),
+                _ => None,
+            });
+            projection.push(ast::SelectItem::ExprWithAlias {
+                expr: SqlExpr::Cast {
+                    kind: ast::CastKind::Cast,
+                    expr: Box::new(default.unwrap_or(SqlExpr::Value(ast::Value::Null.into()))),
+                    data_type: column.data_type.clone(),
+                    array: false,
+                    format: None,
+                },
+                alias: ast::Ident::with_quote('"', fold_ident(&column.name)),
+            });
+        }
+        select.projection = projection;
+        Ok(Query::new(*query))
+    }
+}
+
+/// A table's definition after [`AlterColumns::altered`].
+#[derive(Debug, Clone)]
+pub enum Altered {
+    /// The new definition.
+    Table(Box<CreateTable>),
+    /// Nothing changes; the notice says why.
+    Unchanged(String),
+}
+
 /// The new name of a RENAME TO, which stays in its schema: a qualified one is refused.
 pub(crate) fn renamed_to(name: &ast::ObjectName) -> Result<String, SqlError> {
     match object_ref(name)? {
@@ -273,6 +500,42 @@ impl CreateTable {
     /// (`state` evaluates the interval).
     pub fn watermark(&self, state: &SessionState) -> Result<Option<WatermarkSpec>, SqlError> {
         self.watermark.as_ref().map(|w| w.spec(state)).transpose()
+    }
+
+    /// The number of column `column` (from 1), if the table has it.
+    pub fn column_number(&self, column: &str) -> Option<u32> {
+        let position = self
+            .create
+            .columns
+            .iter()
+            .position(|c| fold_ident(&c.name) == column)?;
+        u32::try_from(position + 1).ok()
+    }
+
+    /// Whether `column` is part of the primary key, a UNIQUE constraint or the watermark.
+    fn keys_name(&self, column: &str) -> bool {
+        let in_options = self.create.columns.iter().any(|c| {
+            fold_ident(&c.name) == column
+                && c.options.iter().any(|o| {
+                    matches!(
+                        o.option,
+                        ColumnOption::PrimaryKey(_) | ColumnOption::Unique(_)
+                    )
+                })
+        });
+        let in_constraints = self.create.constraints.iter().any(|constraint| {
+            let columns = match constraint {
+                TableConstraint::PrimaryKey(key) => &key.columns,
+                TableConstraint::Unique(unique) => &unique.columns,
+                _ => return false,
+            };
+            constraint_columns(columns, "key").is_ok_and(|names| names.iter().any(|n| n == column))
+        });
+        let in_watermark = self
+            .watermark
+            .as_ref()
+            .is_some_and(|w| w.column_name() == column);
+        in_options || in_constraints || in_watermark
     }
 
     /// Whether the statement declares columns.
@@ -639,6 +902,17 @@ impl CreateIndex {
         let mut create = self.create.clone();
         create.table_name = object_name(&self.on);
         ast::Statement::CreateIndex(create).to_string()
+    }
+
+    /// The index with its column `column` called `new_name`.
+    pub fn with_column_renamed(mut self, column: &str, new_name: &str) -> CreateIndex {
+        for (indexed, name) in self.create.columns.iter_mut().zip(&mut self.columns) {
+            if name == column {
+                indexed.column.expr = SqlExpr::Identifier(ast::Ident::new(new_name));
+                *name = new_name.to_string();
+            }
+        }
+        self
     }
 }
 

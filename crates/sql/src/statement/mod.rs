@@ -25,9 +25,9 @@ use datafusion::sql::sqlparser::ast;
 pub use copy::{CopyFormat, CopyFrom, CopyOptions, CopySource, CopyTo};
 pub use cursor::{Declare, DeclareTarget, Fetch};
 pub use ddl::{
-    column_defaults, reindexed_create_sql, renamed_create_sql, Comment, CommentTarget, CreateIndex,
-    CreateSchema, CreateTable, CreateTableAs, CreateView, Drop, ObjectKind, Rename,
-    TableDefinition,
+    column_defaults, reindexed_create_sql, renamed_create_sql, AlterColumns, Altered, ColumnChange,
+    Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView,
+    Drop, ObjectKind, Rename, TableDefinition,
 };
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use settings::{Explain, Set, Show};
@@ -70,6 +70,8 @@ pub enum Statement {
     RefreshMaterializedView(ObjectRef),
     /// `ALTER TABLE | VIEW | MATERIALIZED VIEW … RENAME TO …`.
     Rename(Rename),
+    /// `ALTER TABLE … ADD | DROP | RENAME COLUMN`.
+    AlterColumns(AlterColumns),
     /// `CREATE [MATERIALIZED] VIEW`.
     CreateView(CreateView),
     /// `CREATE INDEX`.
@@ -187,7 +189,7 @@ impl Statement {
                 Statement::CreateTableAs(CreateTableAs::from_sql(create)?)
             }
             S::CreateTable(create) => Statement::CreateTable(CreateTable::from_sql(create)?),
-            S::AlterTable(alter) => Statement::Rename(Rename::from_alter_table(&alter)?),
+            S::AlterTable(alter) => ddl::from_alter_table(&alter)?,
             S::Truncate(truncate) => Statement::Truncate(
                 truncate
                     .table_names
@@ -283,6 +285,7 @@ impl fmt::Display for Statement {
             Statement::Truncate(_) => "TRUNCATE",
             Statement::RefreshMaterializedView(_) => "REFRESH MATERIALIZED VIEW",
             Statement::Rename(rename) => rename.tag(),
+            Statement::AlterColumns(_) => "ALTER TABLE",
             Statement::CreateView(_) => "CREATE VIEW",
             Statement::CreateIndex(_) => "CREATE INDEX",
             Statement::CreateSchema(_) => "CREATE SCHEMA",

@@ -38,6 +38,11 @@ impl WatermarkClause {
         Ok(Self { column, expr })
     }
 
+    /// The event-time column, folded as names are.
+    pub(crate) fn column_name(&self) -> String {
+        crate::names::fold_ident(&self.column)
+    }
+
     /// What `WATERMARK FOR column AS column [- INTERVAL '…']` declares (`state` evaluates
     /// the interval). Other expressions are refused: a watermark trails the largest event
     /// time seen by a fixed delay.
