@@ -86,4 +86,10 @@ impl RegKind {
     pub fn name_function(self) -> String {
         format!("__{}_name", self.type_name())
     }
+
+    /// The name of the function printing an array of values as their names
+    /// (`proargtypes::regtype[]`, a `text[]` of type names).
+    pub fn names_function(self) -> String {
+        format!("__{}_names", self.type_name())
+    }
 }

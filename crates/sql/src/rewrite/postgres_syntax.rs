@@ -5,7 +5,8 @@
 //!   bytewise, which is the `C` collation);
 //! - schema-qualified function names (`pg_catalog.format_type`) name the function;
 //! - `x::regclass` (and `regtype`, `regproc`, `regnamespace`, `regrole`) looks the name up,
-//!   `x::regclass::text` prints it (see [`crate::reg_types`]); `::oid` and `::name` are
+//!   `x::regclass::text` prints it (see [`crate::reg_types`]), `oids::regtype[]` is the
+//!   array of their names; `::oid` and `::name` are
 //!   bigint and text, the types Fluxion holds them in;
 //! - `'{a,b}'::text[]` is an array; `x LIKE p ESCAPE '/'` escapes with `/`;
 //! - `ARRAY(SELECT e …)` is the `array_agg` of the subquery (in the subquery's order);
@@ -715,6 +716,15 @@ fn rewrite_cast(inner: &Expr, data_type: &SqlType) -> Option<Expr> {
     }
     if let Some(kind) = reg_kind(data_type) {
         return Some(call(&kind.cast_function(), vec![inner.clone()]));
+    }
+    if let SqlType::Array(
+        ast::ArrayElemTypeDef::SquareBracket(element, _)
+        | ast::ArrayElemTypeDef::AngleBracket(element),
+    ) = data_type
+    {
+        if let Some(kind) = reg_kind(element) {
+            return Some(call(&kind.names_function(), vec![inner.clone()]));
+        }
     }
     if is_text_type(data_type) {
         if let Some(kind) = reg_cast_of(inner) {

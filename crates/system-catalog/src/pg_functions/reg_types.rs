@@ -54,6 +54,42 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
                 signature: any_arity(&[1], Volatility::Stable),
             }));
         }
+        let names_env = env.clone();
+        functions.push(row_function(
+            &kind.names_function(),
+            any_arity(&[1], Volatility::Stable),
+            DataType::new_list(DataType::Utf8, true),
+            move |args| {
+                let ScalarValue::List(list) = &args[0] else {
+                    return Ok(ScalarValue::new_null_list(DataType::Utf8, true, 1));
+                };
+                if list.is_null(0) {
+                    return Ok(ScalarValue::new_null_list(DataType::Utf8, true, 1));
+                }
+                let oids = datafusion::arrow::compute::cast(&list.value(0), &DataType::Int64)?;
+                let catalog = names_env.catalog.catalog();
+                let snapshot = CatalogSnapshot::of(&catalog);
+                let names: Vec<ScalarValue> = oids
+                    .as_primitive::<Int64Type>()
+                    .iter()
+                    .map(|oid| {
+                        text(oid.and_then(|oid| u32::try_from(oid).ok()).map(|oid| {
+                            reg_type_display_name(
+                                kind,
+                                oid,
+                                &catalog,
+                                &snapshot,
+                                &names_env.session,
+                            )
+                        }))
+                    })
+                    .collect();
+                Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                    &names,
+                    &DataType::Utf8,
+                )))
+            },
+        ));
         let env = env.clone();
         functions.push(row_function(
             &kind.name_function(),
