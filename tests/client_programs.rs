@@ -1,14 +1,15 @@
 //! Real client libraries against a running Fluxion: SQLAlchemy 2.0 (with pandas) and 1.4 over
 //! psycopg2, psycopg 3 in binary mode (and as a SUBSCRIBE subscriber that resumes after a
 //! disconnect), dbt-postgres 1.9 (seeds, table, view and materialized-view models, run twice,
-//! tests, docs), pgcli 4.7 driven in tmux (`\dt`, `\d`, completion), and pgjdbc 42.5
-//! (`DatabaseMetaData`, named binary statements, portals with a fetch size). Each program (in
+//! tests, docs), pgcli 4.7 driven in tmux (`\dt`, `\d`, completion), psqlODBC through pyodbc
+//! (tables, columns, keys, foreign keys), and pgjdbc 42.5 (`DatabaseMetaData`, named binary
+//! statements, portals with a fetch size). Each program (in
 //! `tests/clients/`, checked against PostgreSQL 15 itself) inspects the demo schema and its
 //! data and exits non-zero on the first wrong answer or protocol error.
 //!
 //! The setup installs what the programs need: Python virtual environments with pinned
-//! packages (`tests/clients/setup_python.sh`), Debian's pgjdbc (`setup_java.sh`) and tmux
-//! (`setup_tmux.sh`). They are kept in `$FLUXION_CLIENT_CACHE` (default
+//! packages (`tests/clients/setup_python.sh`), Debian's pgjdbc (`setup_java.sh`), tmux
+//! (`setup_tmux.sh`) and psqlODBC (`setup_odbc.sh`). They are kept in `$FLUXION_CLIENT_CACHE` (default
 //! `~/.cache/fluxion/clients`) and reused while their requirements are unchanged.
 
 mod support;
@@ -43,7 +44,8 @@ fn setup(script: &str, args: &[&str]) {
     assert_success(&format!("{script} {}", args.join(" ")), &output);
 }
 
-/// A Python environment of `flavor` (`sqla2`, `sqla14`, `dbt` or `pgcli`), set up if needed.
+/// A Python environment of `flavor` (`sqla2`, `sqla14`, `dbt`, `pgcli` or `odbc`), set up if
+/// needed.
 fn python(flavor: &str) -> PathBuf {
     let venv = cache_dir().join(format!("venv-{flavor}"));
     setup("setup_python.sh", &[&venv.display().to_string(), flavor]);
@@ -126,6 +128,18 @@ async fn pgcli_lists_describes_and_completes_in_a_terminal() {
         Command::new(python).arg("tests/clients/pgcli_check.py"),
     );
     assert_success("pgcli_check.py (pgcli 4.7 in tmux)", &output);
+}
+
+#[tokio::test]
+async fn psqlodbc_lists_tables_columns_keys_and_foreign_keys() {
+    setup("setup_odbc.sh", &[]);
+    let python = python("odbc");
+    let server = server_with_demo_schema().await;
+    let output = run_against(
+        &server,
+        Command::new(python).arg("tests/clients/odbc_check.py"),
+    );
+    assert_success("odbc_check.py (psqlODBC)", &output);
 }
 
 #[tokio::test]

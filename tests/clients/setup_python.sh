@@ -2,13 +2,13 @@
 # Usage: setup_python.sh VENV_DIR FLAVOR
 #
 # Creates VENV_DIR with the exact pinned packages of requirements-FLAVOR.txt
-# (FLAVOR is sqla2, sqla14, dbt or pgcli). Idempotent: when VENV_DIR already holds exactly
+# (FLAVOR is sqla2, sqla14, dbt, pgcli or odbc). Idempotent: when VENV_DIR already holds exactly
 # that requirements file's packages it returns at once; when the file changed,
 # the venv is rebuilt from scratch. PYTHON picks the interpreter (python3).
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
-    echo "usage: $0 VENV_DIR sqla2|sqla14|dbt|pgcli" >&2
+    echo "usage: $0 VENV_DIR sqla2|sqla14|dbt|pgcli|odbc" >&2
     exit 2
 fi
 venv=$1

@@ -11,8 +11,9 @@
 //! - `'{a,b}'::text[]` is an array; `x LIKE p ESCAPE '/'` escapes with `/`;
 //! - `ARRAY(SELECT e …)` is the `array_agg` of the subquery (in the subquery's order);
 //! - `(composite).field` reads the field; `FROM unnest(a) x` names the column `x` too;
-//! - `generate_subscripts(a, 1)` and `information_schema._pg_expandarray(a)` are unnested
-//!   lists, so they stay in lockstep with other set-returning functions of the select list;
+//! - `generate_subscripts(a, 1)`, `information_schema._pg_expandarray(a)` and
+//!   `generate_series(…)` in a select list are unnested lists, so they give rows and stay in
+//!   lockstep with other set-returning functions of the select list;
 //! - a scalar subquery that does not aggregate takes its value through `__single_value`,
 //!   which DataFusion can decorrelate and which keeps Postgres's error when the subquery
 //!   returns more than one row (in a view, see `lower::single_values`).
@@ -191,6 +192,46 @@ fn type_result_literals(query: &mut Query) {
     visit_body(&mut query.body);
 }
 
+/// `generate_series(…)` as an item of a select list is a set-returning function, one row per
+/// value, where DataFusion's returns the list of them: it is unnested (several stay in
+/// lockstep, as in PostgreSQL), and named `generate_series` as PostgreSQL names it.
+fn unnest_series_in_select_lists(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => {
+            for item in &mut select.projection {
+                let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = item
+                else {
+                    continue;
+                };
+                let Expr::Function(function) = expr else {
+                    continue;
+                };
+                let mut name = function.name.clone();
+                strip_catalog_schema(&mut name);
+                if custom_name(&name) != "generate_series" {
+                    continue;
+                }
+                let unnested = call("unnest", vec![expr.clone()]);
+                *item = match item {
+                    SelectItem::ExprWithAlias { alias, .. } => SelectItem::ExprWithAlias {
+                        expr: unnested,
+                        alias: alias.clone(),
+                    },
+                    _ => SelectItem::ExprWithAlias {
+                        expr: unnested,
+                        alias: Ident::with_quote('"', "generate_series"),
+                    },
+                };
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            unnest_series_in_select_lists(left);
+            unnest_series_in_select_lists(right);
+        }
+        _ => {}
+    }
+}
+
 /// Whether `expr` is an integer literal (possibly negated) that fits an `integer`.
 fn is_int4_literal(expr: &Expr) -> bool {
     let (negated, value) = match expr {
@@ -222,6 +263,11 @@ struct Rewriter<'a> {
 
 impl VisitorMut for Rewriter<'_> {
     type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        unnest_series_in_select_lists(&mut query.body);
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table {
