@@ -1,6 +1,6 @@
 //! Arrangement sizes: how many updates, in how many batches, each collection's dataflow holds;
-//! and how many rows each input holds, counted as they are appended (what PostgreSQL's
-//! catalogs show as a table's row estimate).
+//! and how many rows, and bytes of rows, each input holds, counted as they are appended (what
+//! PostgreSQL's catalogs show as a table's row estimate and size).
 //!
 //! Differential's spines log every batch they gain, every merge they complete (two batches
 //! become one) and every batch they drop with their trace; summed per spine, these events give
@@ -55,14 +55,24 @@ fn count(length: usize) -> i64 {
     i64::try_from(length).unwrap_or(i64::MAX)
 }
 
+/// What an input holds: the sum of the diffs appended to it, and of each diff times its row's
+/// encoded bytes (key and value, as its arrangement holds them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InputSize {
+    /// Rows.
+    pub rows: i64,
+    /// Bytes of the rows' encodings.
+    pub bytes: i64,
+}
+
 /// The arrangement sizes of every collection, fed by the workers' reports, and the rows of
 /// every input, counted as they are appended.
 #[derive(Debug, Clone)]
 pub struct ArrangementSizes {
     /// Each tracked collection with each worker's latest report.
     state: Arc<Mutex<BTreeMap<GlobalId, Vec<ArrangementSize>>>>,
-    /// Each input's rows: the sum of the diffs appended to it.
-    input_rows: Arc<Mutex<BTreeMap<GlobalId, i64>>>,
+    /// What each input holds.
+    inputs: Arc<Mutex<BTreeMap<GlobalId, InputSize>>>,
     workers: usize,
 }
 
@@ -70,27 +80,25 @@ impl ArrangementSizes {
     pub(crate) fn new(workers: usize) -> Self {
         Self {
             state: Arc::default(),
-            input_rows: Arc::default(),
+            inputs: Arc::default(),
             workers,
         }
     }
 
-    /// The rows each input (table, keyed source) holds, by what was appended to it.
-    pub fn input_rows(&self) -> BTreeMap<GlobalId, i64> {
-        self.input_rows
+    /// What each input (table, keyed source) holds, by what was appended to it.
+    pub fn inputs(&self) -> BTreeMap<GlobalId, InputSize> {
+        self.inputs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    /// Counts `rows` (a sum of diffs) appended to input `id`.
-    pub(crate) fn count_appended(&self, id: GlobalId, rows: i64) {
-        *self
-            .input_rows
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(id)
-            .or_default() += rows;
+    /// Counts `appended` (sums over the updates appended) to input `id`.
+    pub(crate) fn count_appended(&self, id: GlobalId, appended: InputSize) {
+        let mut inputs = self.inputs.lock().unwrap_or_else(|p| p.into_inner());
+        let size = inputs.entry(id).or_default();
+        size.rows += appended.rows;
+        size.bytes += appended.bytes;
     }
 
     /// The size of every collection, summed over the workers.
@@ -114,7 +122,7 @@ impl ArrangementSizes {
     /// Stops tracking `id`: it is dropped.
     pub(crate) fn forget(&self, id: GlobalId) {
         self.lock().remove(&id);
-        self.input_rows
+        self.inputs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);

@@ -10,7 +10,7 @@ use repr::{Diff, GlobalId, Row, Timestamp};
 use timely::WorkerConfig;
 
 use crate::arrangement::ArrangementLayout;
-use crate::arrangement_sizes::ArrangementSizes;
+use crate::arrangement_sizes::{ArrangementSizes, InputSize};
 use crate::command::{Command, DataflowDesc, PeekFilter, PeekRequest, SubscriptionDesc};
 use crate::errors::DataflowErrors;
 use crate::frontier::Frontiers;
@@ -185,8 +185,16 @@ impl ComputeController {
 
     /// Appends `(key, value)` updates to a table's input at `time`.
     pub fn append(&self, id: GlobalId, time: Timestamp, updates: Vec<crate::KeyedUpdate>) {
-        self.sizes
-            .count_appended(id, updates.iter().map(|(_, diff)| *diff).sum());
+        let appended = updates
+            .iter()
+            .fold(InputSize::default(), |size, ((key, value), diff)| {
+                let bytes = (key.as_bytes().len() + value.as_bytes().len()) as i64;
+                InputSize {
+                    rows: size.rows + diff,
+                    bytes: size.bytes + diff * bytes,
+                }
+            });
+        self.sizes.count_appended(id, appended);
         let updates = Arc::new(updates);
         self.broadcast(|| Command::Append {
             id,

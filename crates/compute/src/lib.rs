@@ -30,7 +30,7 @@ mod watermarks;
 mod worker;
 
 pub use arrangement::ArrangementLayout;
-pub use arrangement_sizes::{ArrangementSize, ArrangementSizes};
+pub use arrangement_sizes::{ArrangementSize, ArrangementSizes, InputSize};
 pub use command::{DataflowDesc, PeekFilter};
 pub use controller::{ComputeController, ComputeError};
 pub use errors::{DataflowErrorCounts, DataflowErrors};

@@ -10,7 +10,7 @@ use system_catalog::{CatalogInput, CatalogItem, CatalogReader};
 use crate::catalog::{read, Catalog, Item, ItemDetails};
 
 /// The shared catalog, as the system catalogs read it, with the arrangement sizes that
-/// estimate how many rows each table holds.
+/// tell how many rows, and bytes of rows, each table holds.
 #[derive(Debug, Clone)]
 pub(crate) struct SharedCatalog {
     pub catalog: Arc<RwLock<Catalog>>,
@@ -19,12 +19,12 @@ pub(crate) struct SharedCatalog {
 
 impl CatalogReader for SharedCatalog {
     fn catalog(&self) -> Arc<CatalogInput> {
-        let rows = self.sizes.input_rows();
+        let inputs = self.sizes.inputs();
         let catalog = read(&self.catalog);
-        let table_rows = catalog
+        let table_sizes: Vec<(GlobalId, compute::InputSize)> = catalog
             .items()
             .filter(|item| item.kind == ItemKind::Table)
-            .filter_map(|item| Some((item.id, *rows.get(&item.id)?)))
+            .filter_map(|item| Some((item.id, *inputs.get(&item.id)?)))
             .collect();
         Arc::new(CatalogInput {
             schemas: catalog
@@ -40,7 +40,14 @@ impl CatalogReader for SharedCatalog {
                 .map(|item| (item.id, catalog_item(&catalog, item)))
                 .collect(),
             comments: catalog.comments.clone(),
-            table_rows,
+            table_rows: table_sizes
+                .iter()
+                .map(|(id, size)| (*id, size.rows))
+                .collect(),
+            table_bytes: table_sizes
+                .iter()
+                .map(|(id, size)| (*id, size.bytes))
+                .collect(),
         })
     }
 }

@@ -26,6 +26,8 @@ pub struct CatalogInput {
     pub comments: BTreeMap<(GlobalId, u32), String>,
     /// The rows each table holds (every diff written to it, summed), by table.
     pub table_rows: BTreeMap<GlobalId, i64>,
+    /// The bytes of the rows each table holds (their encodings in its arrangement), by table.
+    pub table_bytes: BTreeMap<GlobalId, i64>,
 }
 
 impl CatalogInput {

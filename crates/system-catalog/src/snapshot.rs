@@ -98,6 +98,8 @@ pub(crate) struct CatalogSnapshot {
     pub comments: Vec<Comment>,
     /// The estimated rows of each table, by table oid.
     pub table_rows: BTreeMap<u32, i64>,
+    /// The bytes of each table's rows, by table oid.
+    pub table_bytes: BTreeMap<u32, i64>,
 }
 
 /// A `COMMENT ON` text, as `pg_description` holds it.
@@ -129,6 +131,11 @@ impl CatalogSnapshot {
             .iter()
             .map(|(id, rows)| (oids::item_oid(*id), *rows))
             .collect();
+        snapshot.table_bytes = catalog
+            .table_bytes
+            .iter()
+            .map(|(id, bytes)| (oids::item_oid(*id), *bytes))
+            .collect();
         for ((id, column), text) in &catalog.comments {
             let Some(item) = catalog.items.get(id) else {
                 continue;
@@ -156,6 +163,22 @@ impl CatalogSnapshot {
     /// The relation with this oid.
     pub fn relation(&self, oid: u32) -> Option<&Relation> {
         self.relations.iter().find(|r| r.oid == oid)
+    }
+
+    /// The bytes relation or index `oid` holds: a table's rows, an index's copy of its
+    /// table's rows (0 for what holds no counted rows).
+    pub fn relation_bytes(&self, oid: u32) -> i64 {
+        let table = self.index(oid).map_or(oid, |index| index.table_oid);
+        self.table_bytes.get(&table).copied().unwrap_or(0)
+    }
+
+    /// The bytes of the indexes of relation `oid`.
+    pub fn indexes_bytes(&self, oid: u32) -> i64 {
+        self.indexes
+            .iter()
+            .filter(|index| index.table_oid == oid)
+            .map(|index| self.relation_bytes(index.oid))
+            .sum()
     }
 
     /// The index with this oid.

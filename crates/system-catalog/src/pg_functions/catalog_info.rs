@@ -82,20 +82,6 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
         ),
     ];
     for name in [
-        "pg_table_size",
-        "pg_total_relation_size",
-        "pg_relation_size",
-        "pg_indexes_size",
-        "pg_database_size",
-    ] {
-        functions.push(row_function(
-            name,
-            any_arity(&[1, 2], stable),
-            DataType::Int64,
-            |args| Ok(ScalarValue::Int64(oid_arg(&args[0]).map(|_| 0))),
-        ));
-    }
-    for name in [
         "pg_get_triggerdef",
         "pg_get_ruledef",
         "pg_get_partkeydef",
@@ -123,7 +109,67 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
         |_| Ok(ScalarValue::Boolean(Some(false))),
     ));
     functions.extend(snapshot_functions(env));
+    functions.extend(size_functions(env));
     functions
+}
+
+/// `pg_relation_size` and its kin: the bytes of the rows a relation's arrangements hold (an
+/// index holds a copy of its table's rows), looked up by oid or by name.
+fn size_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
+    type Size = fn(&CatalogSnapshot, u32) -> i64;
+    let sizes: [(&str, Size); 4] = [
+        ("pg_relation_size", CatalogSnapshot::relation_bytes),
+        ("pg_table_size", CatalogSnapshot::relation_bytes),
+        ("pg_indexes_size", CatalogSnapshot::indexes_bytes),
+        ("pg_total_relation_size", |snapshot, oid| {
+            snapshot.relation_bytes(oid) + snapshot.indexes_bytes(oid)
+        }),
+    ];
+    let mut functions: Vec<ScalarUDF> = sizes
+        .into_iter()
+        .map(|(name, size)| {
+            let env = env.clone();
+            row_function(
+                name,
+                any_arity(&[1, 2], Volatility::Stable),
+                DataType::Int64,
+                move |args| {
+                    let snapshot = env.snapshot();
+                    let oid = relation_arg(&snapshot, &args[0]);
+                    Ok(ScalarValue::Int64(oid.map(|oid| size(&snapshot, oid))))
+                },
+            )
+        })
+        .collect();
+    let env = env.clone();
+    functions.push(row_function(
+        "pg_database_size",
+        any_arity(&[1], Volatility::Stable),
+        DataType::Int64,
+        move |args| {
+            let snapshot = env.snapshot();
+            let total = snapshot
+                .table_bytes
+                .keys()
+                .map(|oid| snapshot.relation_bytes(*oid) + snapshot.indexes_bytes(*oid))
+                .sum();
+            Ok(ScalarValue::Int64(text_arg(&args[0]).map(|_| total)))
+        },
+    ));
+    functions
+}
+
+/// The relation an argument names: an oid, or a name as `'schema.name'::regclass` reads it.
+fn relation_arg(snapshot: &CatalogSnapshot, arg: &ScalarValue) -> Option<u32> {
+    if let Some(oid) = oid_arg(arg) {
+        return Some(oid);
+    }
+    let name = text_arg(arg)?;
+    let (schema, relation) = match name.split_once('.') {
+        Some((schema, relation)) => (schema.to_string(), relation.to_string()),
+        None => (sql::session::DEFAULT_SCHEMA.to_string(), name),
+    };
+    snapshot.relation_named(&schema, &relation)
 }
 
 /// Functions that look objects up in the catalog snapshot.
@@ -159,17 +205,7 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             any_arity(&[1, 2], stable),
             DataType::Utf8,
             with_snapshot(|snapshot, args| {
-                let oid = match oid_arg(&args[0]) {
-                    Some(oid) => oid,
-                    None => {
-                        let name = text_arg(&args[0])?;
-                        let (schema, relation) = match name.split_once('.') {
-                            Some((schema, relation)) => (schema.to_string(), relation.to_string()),
-                            None => (sql::session::DEFAULT_SCHEMA.to_string(), name),
-                        };
-                        snapshot.relation_named(&schema, &relation)?
-                    }
-                };
+                let oid = relation_arg(snapshot, &args[0])?;
                 snapshot.relation(oid)?.view_query.clone()
             }),
         ),
