@@ -4,9 +4,8 @@
 //!   subscripted from 0; DataFusion's lists from 1. [`VectorSubscripts`] shifts subscripts of
 //!   such columns (their fields say what they are, see [`repr::pg_type::is_zero_based_vector`]).
 //! - A string literal compared with an array (`polroles = '{0}'`) or a boolean
-//!   (`indisprimary = 'f'`), or searched by `= ANY` (`relkind = ANY('{r,p}')`, pgcli's `\dt`),
-//!   is a literal of that type in Postgres, whose untyped literals take the type of the other
-//!   operand. [`UntypedLiteralComparisons`] gives it that type (DataFusion
+//!   (`indisprimary = 'f'`) is a literal of that type in Postgres, whose untyped literals take
+//!   the type of the other operand. [`UntypedLiteralComparisons`] gives it that type (DataFusion
 //!   reads every quoted literal as text).
 //! - Arrays cast to and from text use Postgres's notation (`{a,"b c"}`), not Arrow's (`[a, b c]`):
 //!   [`ArrayTextCasts`] routes such casts through `repr::pg_array`; `int2vector` and
@@ -63,23 +62,8 @@ pub struct UntypedLiteralComparisons;
 
 impl AnalyzerRule for UntypedLiteralComparisons {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let is_candidate =
-            |e: &Expr| text_literal_comparison(e).is_some() || text_literal_any(e).is_some();
+        let is_candidate = |e: &Expr| text_literal_comparison(e).is_some();
         rewrite_expressions(plan, is_candidate, |e, schema| {
-            if let Some((needle, literal)) = text_literal_any(&e) {
-                let Some(value) = needle
-                    .get_type(schema)
-                    .ok()
-                    .and_then(|element| array_value(literal, &element))
-                else {
-                    return Ok(Transformed::no(e));
-                };
-                let Expr::ScalarFunction(mut any) = e else {
-                    return Ok(Transformed::no(e));
-                };
-                any.args[0] = Expr::Literal(value, None);
-                return Ok(Transformed::yes(Expr::ScalarFunction(any)));
-            }
             let typed_value = text_literal_comparison(&e).and_then(|(typed, literal, on_right)| {
                 let value = match typed.get_type(schema) {
                     Ok(DataType::List(item)) => array_value(literal, item.data_type()),
@@ -116,21 +100,6 @@ fn text_literal_comparison(e: &Expr) -> Option<(&Expr, &str, bool)> {
     match (left.as_ref(), right.as_ref()) {
         (other, Expr::Literal(ScalarValue::Utf8(Some(text)), _)) => Some((other, text, true)),
         (Expr::Literal(ScalarValue::Utf8(Some(text)), _), other) => Some((other, text, false)),
-        _ => None,
-    }
-}
-
-/// `x = ANY('{a,b}')`, planned as `array_has('{a,b}', x)`: `x` and the literal's text.
-fn text_literal_any(e: &Expr) -> Option<(&Expr, &str)> {
-    let Expr::ScalarFunction(function) = e else {
-        return None;
-    };
-    match function.args.as_slice() {
-        [Expr::Literal(ScalarValue::Utf8(Some(text)), _), needle]
-            if function.name() == "array_has" =>
-        {
-            Some((needle, text))
-        }
         _ => None,
     }
 }

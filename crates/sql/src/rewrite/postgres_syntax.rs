@@ -8,7 +8,8 @@
 //!   `x::regclass::text` prints it (see [`crate::reg_types`]), `oids::regtype[]` is the
 //!   array of their names; `::oid` and `::name` are
 //!   bigint and text, the types Fluxion holds them in;
-//! - `'{a,b}'::text[]` is an array; `x LIKE p ESCAPE '/'` escapes with `/`;
+//! - `'{a,b}'::text[]` is an array, and `x = ANY('{a,b}')` is `x IN ('a', 'b')`; `x LIKE p
+//!   ESCAPE '/'` escapes with `/`;
 //! - `ARRAY(SELECT e …)` is the `array_agg` of the subquery (in the subquery's order);
 //! - `(composite).field` reads the field; `FROM unnest(a) x` names the column `x` too;
 //! - `generate_subscripts(a, 1)`, `information_schema._pg_expandarray(a)` and
@@ -418,6 +419,17 @@ impl VisitorMut for Rewriter<'_> {
                 None
             }
             Expr::Function(function) => self.rewrite_function(function),
+            Expr::AnyOp {
+                left,
+                compare_op: BinaryOperator::Eq,
+                right,
+                ..
+            } => untyped_array_membership(left, right, false),
+            Expr::AllOp {
+                left,
+                compare_op: BinaryOperator::NotEq,
+                right,
+            } => untyped_array_membership(left, right, true),
             Expr::CompoundFieldAccess { root, access_chain } => field_access(root, access_chain),
             Expr::Subquery(query) => {
                 self.take_single_value(query);
@@ -947,6 +959,35 @@ fn clear_escape(expr: &mut Expr) {
     if let Expr::Like { escape_char, .. } | Expr::ILike { escape_char, .. } = expr {
         *escape_char = None;
     }
+}
+
+/// `x = ANY('{a,b}')` (`x <> ALL('{a,b}')`), an untyped array literal, as `x IN ('a', 'b')`
+/// (`NOT IN`): the quoted elements take `x`'s type, as PostgreSQL's untyped literal takes the
+/// array type of `x`, and NULL elements keep their three-valued meaning. An empty array
+/// matches nothing (`= ANY` is false, `<> ALL` true, whatever `x` is).
+fn untyped_array_membership(left: &Expr, right: &Expr, negated: bool) -> Option<Expr> {
+    let Expr::Value(value) = right else {
+        return None;
+    };
+    let Value::SingleQuotedString(text) = &value.value else {
+        return None;
+    };
+    let elements = repr::pg_array::parse_array_literal(text).ok()?;
+    if elements.is_empty() {
+        return Some(Expr::Value(Value::Boolean(negated).into()));
+    }
+    let list = elements
+        .iter()
+        .map(|element| match element {
+            Some(text) => string(text),
+            None => Expr::Value(Value::Null.into()),
+        })
+        .collect();
+    Some(Expr::InList {
+        expr: Box::new(left.clone()),
+        list,
+        negated,
+    })
 }
 
 fn string(text: &str) -> Expr {
