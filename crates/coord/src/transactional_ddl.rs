@@ -186,6 +186,9 @@ impl Coordinator {
         else {
             return;
         };
+        if block.ddl.is_empty() {
+            return;
+        }
         let _sequencer = self.lock_sequencer().await;
         if let Err(e) = self.undo_ddl(&mut block, 0) {
             tracing::error!(error = %e, "the definitions of an abandoned transaction block could not be undone; they are undone at the next start");

@@ -54,8 +54,10 @@ impl Coordinator {
                 Ok(ExecuteResponse::command("COMMIT"))
             }
             Transaction::Failed(mut block) => {
-                let _sequencer = self.lock_sequencer().await;
-                self.undo_ddl(&mut block, 0)?;
+                if !block.ddl.is_empty() {
+                    let _sequencer = self.lock_sequencer().await;
+                    self.undo_ddl(&mut block, 0)?;
+                }
                 Ok(ExecuteResponse::command("ROLLBACK"))
             }
             Transaction::Block(mut block) => {
@@ -70,8 +72,10 @@ impl Coordinator {
                         )
                         .await;
                     if let Err(e) = committed {
-                        let _sequencer = self.lock_sequencer().await;
-                        self.undo_ddl(&mut block, 0)?;
+                        if !block.ddl.is_empty() {
+                            let _sequencer = self.lock_sequencer().await;
+                            self.undo_ddl(&mut block, 0)?;
+                        }
                         return Err(e);
                     }
                 }
