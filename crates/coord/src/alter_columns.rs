@@ -29,17 +29,8 @@ impl Coordinator {
         session: &mut Session,
         alter: AlterColumns,
     ) -> Result<ExecuteResponse, CoordError> {
-        let item = match self.resolve_item(session, &alter.name) {
-            Ok(item) => item,
-            Err(_) if alter.if_exists => {
-                session.notice(
-                    "NOTICE",
-                    "00000",
-                    format!("relation \"{}\" does not exist, skipping", alter.name.name),
-                );
-                return Ok(ExecuteResponse::command(TAG));
-            }
-            Err(e) => return Err(e),
+        let Some(item) = self.resolve_item_if_exists(session, &alter.name, alter.if_exists)? else {
+            return Ok(ExecuteResponse::command(TAG));
         };
         let before = self.alterable_table(&item)?;
         let after = match alter.altered(&before)? {

@@ -198,17 +198,9 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let tag = rename.tag();
         let _sequencer = self.lock_sequencer().await;
-        let item = match self.resolve_item(session, &rename.name) {
-            Ok(item) => item,
-            Err(_) if rename.if_exists => {
-                session.notice(
-                    "NOTICE",
-                    "00000",
-                    format!("relation \"{}\" does not exist, skipping", rename.name.name),
-                );
-                return Ok(ExecuteResponse::command(tag));
-            }
-            Err(e) => return Err(e),
+        let Some(item) = self.resolve_item_if_exists(session, &rename.name, rename.if_exists)?
+        else {
+            return Ok(ExecuteResponse::command(tag));
         };
         let expected = match rename.kind {
             ObjectKind::View => Some((ItemKind::View, "a view")),

@@ -28,6 +28,28 @@ impl Coordinator {
             .ok_or_else(|| CoordError::unknown("relation", name.name.clone()))
     }
 
+    /// The relation `name` refers to, or with `if_exists` `None` (and PostgreSQL's notice)
+    /// when there is none, for `ALTER … IF EXISTS`.
+    pub(crate) fn resolve_item_if_exists(
+        &self,
+        session: &mut Session,
+        name: &ObjectRef,
+        if_exists: bool,
+    ) -> Result<Option<Item>, CoordError> {
+        match self.resolve_item(session, name) {
+            Ok(item) => Ok(Some(item)),
+            Err(_) if if_exists => {
+                session.notice(
+                    "NOTICE",
+                    "00000",
+                    format!("relation \"{}\" does not exist, skipping", name.name),
+                );
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The schema a new item called `name` is created in, and its name there: the named
     /// schema, else the first schema of the search path that exists.
     pub(crate) fn name_for_new_item(
