@@ -85,83 +85,107 @@ fn assert_success(what: &str, output: &Output) {
     );
 }
 
-#[tokio::test]
-async fn sqlalchemy_2_and_pandas_reflect_the_schema_and_read_its_rows() {
-    let python = python("sqla2");
-    let server = server_with_demo_schema().await;
+/// What a client program finds on the server when it starts.
+#[derive(Clone, Copy)]
+enum Start {
+    /// The demo schema of `tests/clients/demo_schema.sql`.
+    DemoSchema,
+    /// Nothing.
+    Empty,
+}
+
+/// Runs `tests/clients/{program}` in the Python environment `flavor` against a server that
+/// holds what `start` says, and requires it to pass.
+async fn python_program_passes(flavor: &str, program: &str, start: Start, what: &str) {
+    let python = python(flavor);
+    let server = match start {
+        Start::DemoSchema => server_with_demo_schema().await,
+        Start::Empty => TestServer::start(),
+    };
     let output = run_against(
         &server,
-        Command::new(python).arg("tests/clients/sqlalchemy_compat.py"),
+        Command::new(python).arg(format!("tests/clients/{program}")),
     );
-    assert_success("sqlalchemy_compat.py (SQLAlchemy 2.0)", &output);
+    assert_success(what, &output);
+}
+
+#[tokio::test]
+async fn sqlalchemy_2_and_pandas_reflect_the_schema_and_read_its_rows() {
+    python_program_passes(
+        "sqla2",
+        "sqlalchemy_compat.py",
+        Start::DemoSchema,
+        "sqlalchemy_compat.py (SQLAlchemy 2.0)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn sqlalchemy_1_4_reflects_the_schema_as_superset_does() {
-    let python = python("sqla14");
-    let server = server_with_demo_schema().await;
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/sqlalchemy_compat.py"),
-    );
-    assert_success("sqlalchemy_compat.py (SQLAlchemy 1.4)", &output);
+    python_program_passes(
+        "sqla14",
+        "sqlalchemy_compat.py",
+        Start::DemoSchema,
+        "sqlalchemy_compat.py (SQLAlchemy 1.4)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn dbt_seeds_runs_tests_and_documents_a_project_twice() {
-    let python = python("dbt");
-    let server = TestServer::start();
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/dbt_check.py"),
-    );
-    assert_success("dbt_check.py (dbt-postgres 1.9)", &output);
+    python_program_passes(
+        "dbt",
+        "dbt_check.py",
+        Start::Empty,
+        "dbt_check.py (dbt-postgres 1.9)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn pgcli_lists_describes_and_completes_in_a_terminal() {
     setup("setup_tmux.sh", &[]);
-    let python = python("pgcli");
-    let server = server_with_demo_schema().await;
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/pgcli_check.py"),
-    );
-    assert_success("pgcli_check.py (pgcli 4.7 in tmux)", &output);
+    python_program_passes(
+        "pgcli",
+        "pgcli_check.py",
+        Start::DemoSchema,
+        "pgcli_check.py (pgcli 4.7 in tmux)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn psqlodbc_lists_tables_columns_keys_and_foreign_keys() {
     setup("setup_odbc.sh", &[]);
-    let python = python("odbc");
-    let server = server_with_demo_schema().await;
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/odbc_check.py"),
-    );
-    assert_success("odbc_check.py (psqlODBC)", &output);
+    python_program_passes(
+        "odbc",
+        "odbc_check.py",
+        Start::DemoSchema,
+        "odbc_check.py (psqlODBC)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn psycopg_3_speaks_binary_prepared_statements_copy_and_cursors() {
-    let python = python("sqla2");
-    let server = server_with_demo_schema().await;
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/psycopg3_compat.py"),
-    );
-    assert_success("psycopg3_compat.py", &output);
+    python_program_passes(
+        "sqla2",
+        "psycopg3_compat.py",
+        Start::DemoSchema,
+        "psycopg3_compat.py",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_psycopg_subscriber_resumes_after_a_disconnect_exactly_once() {
-    let python = python("sqla2");
-    let server = TestServer::start();
-    let output = run_against(
-        &server,
-        Command::new(python).arg("tests/clients/subscriber_resume.py"),
-    );
-    assert_success("subscriber_resume.py", &output);
+    python_program_passes(
+        "sqla2",
+        "subscriber_resume.py",
+        Start::Empty,
+        "subscriber_resume.py",
+    )
+    .await;
 }
 
 #[tokio::test]

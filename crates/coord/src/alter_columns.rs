@@ -14,7 +14,7 @@ use datafusion::arrow::compute::concat_batches;
 use repr::{GlobalId, ItemKind};
 use sql::{AlterColumns, Altered, ColumnChange, CreateTable, ObjectRef, Statement};
 
-use crate::catalog::{read, Item, ItemDetails};
+use crate::catalog::{read, Item};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
@@ -32,7 +32,7 @@ impl Coordinator {
         let Some(item) = self.resolve_item_if_exists(session, &alter.name, alter.if_exists)? else {
             return Ok(ExecuteResponse::command(TAG));
         };
-        let before = self.alterable_table(&item)?;
+        let (before, indexes) = self.alterable_table(&item)?;
         let after = match alter.altered(&before)? {
             Altered::Table(after) => *after,
             Altered::Unchanged(notice) => {
@@ -40,30 +40,29 @@ impl Coordinator {
                 return Ok(ExecuteResponse::command(TAG));
             }
         };
-        if session.in_block() {
-            self.rebuild_table(session, &item, &alter, &before, after)
-                .await?;
-            return Ok(ExecuteResponse::command(TAG));
+        let own_block = !session.in_block();
+        if own_block {
+            session.transaction = Transaction::Block(TransactionBlock::default());
         }
-        session.transaction = Transaction::Block(TransactionBlock::default());
         let rebuilt = self
-            .rebuild_table(session, &item, &alter, &before, after)
+            .rebuild_table(session, &item, indexes, &alter, &before, after)
             .await;
-        match rebuilt {
-            Ok(()) => {
+        match (rebuilt, own_block) {
+            (Ok(()), true) => {
                 self.commit(session).await?;
-                Ok(ExecuteResponse::command(TAG))
             }
-            Err(e) => {
+            (Err(e), true) => {
                 self.rollback(session).await?;
-                Err(e)
+                return Err(e);
             }
+            (rebuilt, false) => rebuilt?,
         }
+        Ok(ExecuteResponse::command(TAG))
     }
 
-    /// The stored definition of `item`, a table whose columns can change: one fed by no
-    /// source, that nothing but its indexes reads.
-    fn alterable_table(&self, item: &Item) -> Result<CreateTable, CoordError> {
+    /// The stored definition of `item`, a table whose columns can change (one fed by no
+    /// source, that nothing but its indexes reads), and its indexes.
+    fn alterable_table(&self, item: &Item) -> Result<(CreateTable, Vec<Item>), CoordError> {
         if item.kind != ItemKind::Table {
             return Err(CoordError::WrongObjectType {
                 name: item.name.clone(),
@@ -77,13 +76,8 @@ impl Coordinator {
                 item.name
             )));
         };
-        let catalog = read(&self.catalog);
-        let reader = catalog
-            .dependents(item.id)
-            .into_iter()
-            .filter_map(|d| catalog.get(d))
-            .find(|d| !matches!(d.details, ItemDetails::Index { on } if on == item.id));
-        if let Some(reader) = reader {
+        let (indexes, readers) = read(&self.catalog).indexes_and_readers(item.id);
+        if let Some(reader) = readers.first() {
             return Err(CoordError::unsupported(format!(
                 "altering the columns of table {}: {} {} depends on it",
                 item.name,
@@ -91,15 +85,16 @@ impl Coordinator {
                 reader.name
             )));
         }
-        Ok(before)
+        Ok((before, indexes))
     }
 
-    /// Replaces the table `item` (defined by `before`) with one defined by `after`, holding
-    /// its rows, indexes and comments; inside the session's transaction block.
+    /// Replaces the table `item` (defined by `before`, with `indexes`) with one defined by
+    /// `after`, holding its rows, indexes and comments; inside the session's transaction block.
     async fn rebuild_table(
         &self,
         session: &mut Session,
         item: &Item,
+        indexes: Vec<Item>,
         alter: &AlterColumns,
         before: &CreateTable,
         after: CreateTable,
@@ -109,20 +104,11 @@ impl Coordinator {
         let (schema, batches) = self.run_query(session, &rows_query).await?;
         let rows = concat_batches(&schema, &batches)
             .map_err(|e| CoordError::Internal(format!("collecting the rows of {name}: {e}")))?;
-        let (indexes, comments) = {
-            let catalog = read(&self.catalog);
-            let indexes: Vec<Item> = catalog
-                .dependents(item.id)
-                .into_iter()
-                .filter_map(|d| catalog.get(d).cloned())
-                .collect();
-            let comments: Vec<(u32, String)> = catalog
-                .comments
-                .range((item.id, 0)..=(item.id, u32::MAX))
-                .map(|((_, column), text)| (*column, text.clone()))
-                .collect();
-            (indexes, comments)
-        };
+        let comments: Vec<(u32, String)> = read(&self.catalog)
+            .comments
+            .range((item.id, 0)..=(item.id, u32::MAX))
+            .map(|((_, column), text)| (*column, text.clone()))
+            .collect();
         self.drop_items(session, ItemKind::Table, false, vec![name.clone()], false)
             .await?;
         self.create_table(session, after).await?;

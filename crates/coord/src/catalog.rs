@@ -197,6 +197,15 @@ impl Catalog {
         found
     }
 
+    /// What depends on relation `id`: its own indexes, and everything else (a view reading
+    /// it, an index on such a view, …).
+    pub fn indexes_and_readers(&self, id: GlobalId) -> (Vec<Item>, Vec<Item>) {
+        self.dependents(id)
+            .into_iter()
+            .filter_map(|d| self.get(d).cloned())
+            .partition(|d| matches!(d.details, ItemDetails::Index { on } if on == id))
+    }
+
     /// Items that read `id`'s rows, directly or through others: its dependents, but not a
     /// table that depends on it (a table fed by a source has rows, and event time, of its own).
     pub fn readers(&self, id: GlobalId) -> Vec<GlobalId> {

@@ -231,14 +231,7 @@ impl Coordinator {
         }
         // The relation's own indexes name it in their stored SQL, which is rewritten; any
         // other dependent (a view reading it) would need its query rewritten too.
-        let (indexes, others): (Vec<Item>, Vec<Item>) = {
-            let catalog = read(&self.catalog);
-            catalog
-                .dependents(item.id)
-                .iter()
-                .filter_map(|d| catalog.get(*d).cloned())
-                .partition(|d| matches!(d.details, ItemDetails::Index { on } if on == item.id))
-        };
+        let (indexes, others) = read(&self.catalog).indexes_and_readers(item.id);
         if let Some(dependent) = others.first() {
             return Err(CoordError::unsupported(format!(
                 "renaming {} {}: {} {} depends on it",

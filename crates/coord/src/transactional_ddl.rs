@@ -129,8 +129,8 @@ impl Coordinator {
     }
 
     /// Undoes the definitions of `block` after its first `keep`, the last first, durably and
-    /// in the running catalog.
-    pub(crate) fn undo_ddl(
+    /// in the running catalog, under the sequencer (taken only when there is one to undo).
+    pub(crate) async fn undo_ddl(
         &self,
         block: &mut TransactionBlock,
         keep: usize,
@@ -138,6 +138,7 @@ impl Coordinator {
         if block.ddl.len() <= keep {
             return Ok(());
         }
+        let _sequencer = self.lock_sequencer().await;
         if let Some(id) = block.ddl_block {
             self.durable.undo_block(id, keep)?;
         }
@@ -160,12 +161,13 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Makes the definitions of a committed block final: the items it dropped release their
-    /// dataflows, rows and comments.
-    pub(crate) fn commit_ddl(&self, block: &mut TransactionBlock) -> Result<(), CoordError> {
+    /// Makes the definitions of a committed block final, under the sequencer (taken only
+    /// when it made one): the items it dropped release their dataflows, rows and comments.
+    pub(crate) async fn commit_ddl(&self, block: &mut TransactionBlock) -> Result<(), CoordError> {
         let Some(id) = block.ddl_block.take() else {
             return Ok(());
         };
+        let _sequencer = self.lock_sequencer().await;
         self.durable.commit_block(id)?;
         for change in std::mem::take(&mut block.ddl) {
             if let DdlChange::Dropped(dropped) = change {
@@ -186,11 +188,7 @@ impl Coordinator {
         else {
             return;
         };
-        if block.ddl.is_empty() {
-            return;
-        }
-        let _sequencer = self.lock_sequencer().await;
-        if let Err(e) = self.undo_ddl(&mut block, 0) {
+        if let Err(e) = self.undo_ddl(&mut block, 0).await {
             tracing::error!(error = %e, "the definitions of an abandoned transaction block could not be undone; they are undone at the next start");
         }
     }

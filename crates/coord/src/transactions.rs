@@ -54,10 +54,7 @@ impl Coordinator {
                 Ok(ExecuteResponse::command("COMMIT"))
             }
             Transaction::Failed(mut block) => {
-                if !block.ddl.is_empty() {
-                    let _sequencer = self.lock_sequencer().await;
-                    self.undo_ddl(&mut block, 0)?;
-                }
+                self.undo_ddl(&mut block, 0).await?;
                 Ok(ExecuteResponse::command("ROLLBACK"))
             }
             Transaction::Block(mut block) => {
@@ -72,17 +69,11 @@ impl Coordinator {
                         )
                         .await;
                     if let Err(e) = committed {
-                        if !block.ddl.is_empty() {
-                            let _sequencer = self.lock_sequencer().await;
-                            self.undo_ddl(&mut block, 0)?;
-                        }
+                        self.undo_ddl(&mut block, 0).await?;
                         return Err(e);
                     }
                 }
-                if block.ddl_block.is_some() {
-                    let _sequencer = self.lock_sequencer().await;
-                    self.commit_ddl(&mut block)?;
-                }
+                self.commit_ddl(&mut block).await?;
                 Ok(ExecuteResponse::command("COMMIT"))
             }
         }
@@ -100,10 +91,7 @@ impl Coordinator {
                 session.notice("WARNING", "25P01", "there is no transaction in progress");
             }
             Transaction::Block(mut block) | Transaction::Failed(mut block) => {
-                if !block.ddl.is_empty() {
-                    let _sequencer = self.lock_sequencer().await;
-                    self.undo_ddl(&mut block, 0)?;
-                }
+                self.undo_ddl(&mut block, 0).await?;
             }
         }
         Ok(ExecuteResponse::command("ROLLBACK"))
@@ -163,12 +151,9 @@ impl Coordinator {
         block.writes = savepoint.writes.clone();
         block.reads = savepoint.reads.clone();
         let keep = savepoint.ddl;
-        if block.ddl.len() > keep {
-            let _sequencer = self.lock_sequencer().await;
-            if let Err(e) = self.undo_ddl(&mut block, keep) {
-                session.transaction = Transaction::Failed(block);
-                return Err(e);
-            }
+        if let Err(e) = self.undo_ddl(&mut block, keep).await {
+            session.transaction = Transaction::Failed(block);
+            return Err(e);
         }
         session.transaction = Transaction::Block(block);
         Ok(ExecuteResponse::command("ROLLBACK"))

@@ -8,7 +8,9 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::sqlparser::ast::{visit_expressions_mut, Expr, UnaryOperator, VisitMut};
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions_mut, Expr, UnaryOperator, Value, VisitMut,
+};
 
 /// Puts in parentheses each operand of a unary minus that prints starting with a minus.
 pub(crate) fn parenthesize_negative_operands<V: VisitMut>(node: &mut V) {
@@ -18,12 +20,24 @@ pub(crate) fn parenthesize_negative_operands<V: VisitMut>(node: &mut V) {
             expr: operand,
         } = expr
         {
-            if operand.to_string().starts_with('-') {
+            if prints_negative(operand) {
                 **operand = Expr::Nested(operand.clone());
             }
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// Whether `expr` prints starting with a minus. The common operands (a number, a column, a
+/// parenthesized expression) are decided without printing them: this runs on every parse.
+fn prints_negative(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(value) => {
+            matches!(&value.value, Value::Number(digits, _) if digits.starts_with('-'))
+        }
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_) => false,
+        other => other.to_string().starts_with('-'),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{JoinType, ScalarValue};
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{BinaryExpr, Expr, Join, LogicalPlan, Operator};
 use datafusion::physical_expr::expressions::{Column, Literal};
 
@@ -66,7 +67,7 @@ pub(crate) fn reject_three_valued_in(plan: &LogicalPlan) -> Result<(), SqlError>
     let mut refused = false;
     plan.apply_with_subqueries(|node| {
         if let LogicalPlan::Filter(filter) = node {
-            for conjunct in conjuncts(&filter.predicate) {
+            for conjunct in split_conjunction(&filter.predicate) {
                 if !matches!(conjunct, Expr::InSubquery(_)) && has_three_valued_in(conjunct) {
                     refused = true;
                     return Ok(TreeNodeRecursion::Stop);
@@ -82,22 +83,6 @@ pub(crate) fn reject_three_valued_in(plan: &LogicalPlan) -> Result<(), SqlError>
         ));
     }
     Ok(())
-}
-
-/// The parts of a condition joined by `AND`.
-fn conjuncts(expr: &Expr) -> Vec<&Expr> {
-    match expr {
-        Expr::BinaryExpr(BinaryExpr {
-            left,
-            op: Operator::And,
-            right,
-        }) => {
-            let mut parts = conjuncts(left);
-            parts.extend(conjuncts(right));
-            parts
-        }
-        other => vec![other],
-    }
 }
 
 /// Whether `expr` has an `IN` subquery that is negated or below anything but `AND`/`OR`.

@@ -89,19 +89,11 @@ pub struct Rename {
 }
 
 impl Rename {
-    pub(crate) fn from_alter_table(alter: &ast::AlterTable) -> Result<Rename, SqlError> {
-        let [ast::AlterTableOperation::RenameTable { table_name }] = alter.operations.as_slice()
-        else {
-            return Err(SqlError::Unsupported(format!(
-                "ALTER TABLE {}",
-                alter
-                    .operations
-                    .iter()
-                    .map(|o| o.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        };
+    /// `ALTER TABLE name RENAME TO table_name`.
+    fn of_table(
+        alter: &ast::AlterTable,
+        table_name: &ast::RenameTableNameKind,
+    ) -> Result<Rename, SqlError> {
         let (ast::RenameTableNameKind::To(new_name) | ast::RenameTableNameKind::As(new_name)) =
             table_name;
         Ok(Rename {
@@ -163,8 +155,10 @@ pub enum ColumnChange {
 pub(crate) fn from_alter_table(alter: &ast::AlterTable) -> Result<super::Statement, SqlError> {
     let name = object_ref(&alter.name)?;
     let change = match alter.operations.as_slice() {
-        [ast::AlterTableOperation::RenameTable { .. }] => {
-            return Ok(super::Statement::Rename(Rename::from_alter_table(alter)?))
+        [ast::AlterTableOperation::RenameTable { table_name }] => {
+            return Ok(super::Statement::Rename(Rename::of_table(
+                alter, table_name,
+            )?))
         }
         [ast::AlterTableOperation::AddColumn {
             if_not_exists,
