@@ -1,4 +1,9 @@
-//! Integer arithmetic that fails on overflow, as PostgreSQL's does.
+//! Integers as PostgreSQL has them: literals typed `integer`, arithmetic that fails on overflow.
+//!
+//! DataFusion reads every integer literal as `bigint`; PostgreSQL reads one that fits an
+//! `integer` as `integer`, so `int_column + 1` is an `integer` (and overflows past 2147483647)
+//! and `SELECT 1 UNION SELECT 2` returns int4. [`IntegerLiterals`] narrows such literals before
+//! type coercion.
 //!
 //! DataFusion adds, subtracts, multiplies and negates integers wrapping around, so
 //! `9223372036854775807 + 1` is a large negative number and a view's sum of products can be
@@ -7,23 +12,186 @@
 //! operands into [`CheckedArithmetic`], which computes them with Arrow's checked kernels and
 //! fails with PostgreSQL's message. Division and remainder are checked by DataFusion already.
 //!
-//! Runs after type coercion, when both operands of an operator have the type it computes in.
+//! [`CheckedIntegerArithmetic`] runs after type coercion, when both operands of an operator
+//! have the type it computes in.
+
+use std::sync::Arc;
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::Transformed;
-use datafusion::common::DFSchema;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    cast, col, BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, Projection,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Values, Volatility,
 };
+use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::expression_rewrites::rewrite_expressions;
+use crate::expression_rewrites::{has_node, rewrite_expressions};
+
+/// Types the integer literals that fit an `integer` as `integer`.
+///
+/// A statement with a recursive query keeps `bigint` literals: its working table is typed by
+/// the planner before this rule runs. The rows an INSERT or UPDATE writes keep the types the
+/// planner gave them (the table's), so only the arithmetic that computes them changes type.
+#[derive(Debug, Default)]
+pub struct IntegerLiterals;
+
+impl AnalyzerRule for IntegerLiterals {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        if has_node(&plan, |node| matches!(node, LogicalPlan::RecursiveQuery(_))) {
+            return Ok(plan);
+        }
+        match plan {
+            LogicalPlan::Dml(mut dml) => {
+                let input = Arc::unwrap_or_clone(dml.input);
+                let types: Vec<DataType> = input
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.data_type().clone())
+                    .collect();
+                let narrowed = narrow_integer_literals(input)?;
+                dml.input = Arc::new(with_types(narrowed, &types)?);
+                Ok(LogicalPlan::Dml(dml))
+            }
+            plan => narrow_integer_literals(plan),
+        }
+    }
+
+    fn name(&self) -> &str {
+        "integer_literals"
+    }
+}
+
+/// `plan` with its `bigint` literals that fit an `integer` narrowed, schemas recomputed.
+fn narrow_integer_literals(plan: LogicalPlan) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| match node {
+        // LIMIT and OFFSET counts are `bigint` in any case.
+        LogicalPlan::Limit(_) => Ok(Transformed::yes(node.recompute_schema()?)),
+        LogicalPlan::Values(values) => Ok(Transformed::yes(narrow_values(values)?)),
+        // Type coercion widens a union's inputs to its schema: it must follow the inputs.
+        LogicalPlan::Union(mut union) => {
+            union.schema = Arc::new(coerce_union_schema(&union.inputs)?);
+            Ok(Transformed::yes(LogicalPlan::Union(union)))
+        }
+        node => {
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|expr| {
+                let name = names.save(&expr);
+                let narrowed = expr.transform_up(|e| Ok(narrow_literal(e)))?;
+                Ok(narrowed.update_data(|e| name.restore(e)))
+            })?
+            .map_data(|node| node.recompute_schema())
+        }
+    })
+    .map(|t| t.data)
+}
+
+/// An integer literal as PostgreSQL types it.
+fn narrow_literal(expr: Expr) -> Transformed<Expr> {
+    match expr {
+        Expr::Literal(ScalarValue::Int64(Some(value)), metadata) if fits_integer(value) => {
+            Transformed::yes(Expr::Literal(
+                ScalarValue::Int32(Some(value as i32)),
+                metadata,
+            ))
+        }
+        expr => Transformed::no(expr),
+    }
+}
+
+/// Whether PostgreSQL reads the literal `value` as an `integer`.
+fn fits_integer(value: i64) -> bool {
+    i32::try_from(value).is_ok()
+}
+
+/// `VALUES` with each column whose rows are all `bigint` literals (or NULL) that fit an
+/// `integer` typed `integer`.
+fn narrow_values(values: Values) -> Result<LogicalPlan> {
+    let narrowable = |column: usize| {
+        values.schema.field(column).data_type() == &DataType::Int64
+            && values.values.iter().all(|row| match &row[column] {
+                Expr::Literal(ScalarValue::Int64(Some(v)), _) => fits_integer(*v),
+                Expr::Literal(v, _) => v.is_null(),
+                _ => false,
+            })
+    };
+    let narrowed: Vec<bool> = (0..values.schema.fields().len()).map(narrowable).collect();
+    if !narrowed.contains(&true) {
+        return Ok(LogicalPlan::Values(values));
+    }
+    let rows = values
+        .values
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .zip(&narrowed)
+                .map(|(value, narrow)| match (narrow, value) {
+                    (true, Expr::Literal(v, metadata)) => {
+                        Ok(Expr::Literal(v.cast_to(&DataType::Int32)?, metadata))
+                    }
+                    (_, value) => Ok(value),
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let fields = values
+        .schema
+        .iter()
+        .zip(&narrowed)
+        .map(|((qualifier, field), narrow)| {
+            let field = match narrow {
+                true => Arc::new(field.as_ref().clone().with_data_type(DataType::Int32)),
+                false => Arc::clone(field),
+            };
+            (qualifier.cloned(), field)
+        })
+        .collect();
+    let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
+    Ok(LogicalPlan::Values(Values {
+        schema: Arc::new(schema),
+        values: rows,
+    }))
+}
+
+/// `plan` with its columns cast to `types` where they differ.
+fn with_types(plan: LogicalPlan, types: &[DataType]) -> Result<LogicalPlan> {
+    let differs = plan
+        .schema()
+        .fields()
+        .iter()
+        .zip(types)
+        .any(|(field, wanted)| field.data_type() != wanted);
+    if !differs {
+        return Ok(plan);
+    }
+    let columns = plan
+        .schema()
+        .iter()
+        .zip(types)
+        .map(|((qualifier, field), wanted)| {
+            let column = col(datafusion::common::Column::new(
+                qualifier.cloned(),
+                field.name(),
+            ));
+            match field.data_type() == wanted {
+                true => column,
+                false => cast(column, wanted.clone()).alias(field.name()),
+            }
+        })
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        columns,
+        Arc::new(plan),
+    )?))
+}
 
 /// Rewrites `+`, `-` and `*` of two integers of one type, and the negation of an integer,
 /// into [`CheckedArithmetic`].

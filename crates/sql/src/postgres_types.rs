@@ -1,10 +1,10 @@
 //! Analyzer rules that give query results Postgres's types where DataFusion's differ.
 //!
 //! - `sum(bigint)` is `numeric` in Postgres, so a sum never overflows; DataFusion's is
-//!   `bigint` and silently wraps around. [`SumBigintAsNumeric`] sums arguments computed from
-//!   `bigint` columns as `numeric(38,0)` instead, keeping the aggregate's output name. (DataFusion
-//!   types integer literals as `bigint`, so `sum(int_column * 2)` stays `bigint`, as in
-//!   Postgres: only `bigint` columns make a sum `numeric`.)
+//!   `bigint` and silently wraps around. [`SumBigintAsNumeric`] sums `bigint` arguments as
+//!   `numeric(38,0)` instead, keeping the aggregate's output name. It runs after integer
+//!   literals are typed ([`crate::postgres_integers::IntegerLiterals`]), so `sum(int_column *
+//!   2)` stays `bigint`, as in Postgres.
 //! - Casting `numeric` or a float to an integer rounds in Postgres; DataFusion truncates.
 //!   [`RoundingIntegerCasts`] rounds first.
 //!
@@ -66,8 +66,12 @@ impl AnalyzerRule for SumBigintAsNumeric {
     }
 }
 
-/// `sum(x)` with a `bigint` `x`, as `sum(CAST(x AS numeric(38,0)))`.
+/// `sum(x)` with a `bigint` `x`, as `sum(CAST(x AS numeric(38,0)))` (under the alias it has).
 fn widen_bigint_sum(expr: &Expr, schema: &datafusion::common::DFSchema) -> Result<Option<Expr>> {
+    if let Expr::Alias(alias) = expr {
+        return Ok(widen_bigint_sum(&alias.expr, schema)?
+            .map(|widened| widened.alias_qualified(alias.relation.clone(), alias.name.clone())));
+    }
     let Expr::AggregateFunction(AggregateFunction { func, params }) = expr else {
         return Ok(None);
     };
@@ -78,14 +82,6 @@ fn widen_bigint_sum(expr: &Expr, schema: &datafusion::common::DFSchema) -> Resul
         params.args[0].get_type(schema)?,
         DataType::Int64 | DataType::UInt64
     ) {
-        return Ok(None);
-    }
-    let reads_bigint_column = params.args[0].column_refs().iter().any(|column| {
-        schema
-            .qualified_field_from_column(column)
-            .is_ok_and(|(_, f)| matches!(f.data_type(), DataType::Int64 | DataType::UInt64))
-    });
-    if !reads_bigint_column {
         return Ok(None);
     }
     let mut params = params.clone();
@@ -164,9 +160,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn only_sums_of_bigint_columns_become_numeric() {
+    async fn only_sums_of_bigint_values_become_numeric() {
         assert_eq!(sum_type("b").await, DataType::Decimal128(38, 0));
         assert_eq!(sum_type("b * 2").await, DataType::Decimal128(38, 0));
+        assert_eq!(
+            sum_type("i * 3000000000").await,
+            DataType::Decimal128(38, 0)
+        );
         assert_eq!(sum_type("i").await, DataType::Int64);
         assert_eq!(sum_type("i * 2").await, DataType::Int64);
     }

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Query, Select, SelectItem,
-    SetExpr, VisitMut, VisitorMut,
+    AccessExpr, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Query, Select,
+    SelectItem, SetExpr, TrimWhereField, VisitMut, VisitorMut,
 };
 use repr::pg_type::PG_TYPE_OID_KEY;
 
 use crate::names::fold_ident;
 use crate::reg_types::RegKind;
+use crate::types::postgres_type_name;
 
 /// Separates a result column's name from the suffix that keeps a repeated name unique while
 /// DataFusion plans (Postgres allows `SELECT a, a`; DataFusion requires distinct names).
@@ -168,13 +169,35 @@ fn postgres_name(expr: &Expr) -> String {
         Expr::Cast {
             expr, data_type, ..
         } => match expr.as_ref() {
-            Expr::Value(_) => data_type.to_string().to_lowercase(),
+            Expr::Value(_) => postgres_type_name(data_type),
             inner => postgres_name(inner),
         },
+        Expr::TypedString(typed) => postgres_type_name(&typed.data_type),
+        Expr::Interval(_) => "interval".into(),
         Expr::Nested(inner) => postgres_name(inner),
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
         Expr::Subquery(query) => subquery_name(query),
+        Expr::Substring { shorthand, .. } => match shorthand {
+            true => "substr".into(),
+            false => "substring".into(),
+        },
+        Expr::Trim { trim_where, .. } => match trim_where {
+            Some(TrimWhereField::Leading) => "ltrim".into(),
+            Some(TrimWhereField::Trailing) => "rtrim".into(),
+            _ => "btrim".into(),
+        },
+        Expr::Position { .. } => "position".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Ceil { .. } => "ceil".into(),
+        Expr::Floor { .. } => "floor".into(),
+        Expr::Overlay { .. } => "overlay".into(),
+        Expr::AtTimeZone { .. } => "timezone".into(),
+        Expr::Array(_) => "array".into(),
+        Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(AccessExpr::Dot(field)) => postgres_name(field),
+            _ => postgres_name(root),
+        },
         _ => "?column?".into(),
     }
 }
@@ -248,5 +271,52 @@ mod tests {
             "SELECT count(*) AS \"count\", count(b) AS \"count\u{1f}1\" FROM t"
         );
         assert_eq!(display_name("count\u{1f}1"), "count");
+    }
+
+    #[test]
+    fn special_forms_are_named_as_postgres_names_them() {
+        let mut statements = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT substr(s, 2), substring(s FROM 2), trim(s), trim(LEADING ' ' FROM s), \
+             position('a' IN s), extract(year FROM d), ceil(x), (ARRAY[1, 2])[1], a[1], \
+             1::int, 'x'::varchar(3), 2::double precision, DATE '2024-01-01', \
+             INTERVAL '1 day', d AT TIME ZONE 'UTC' FROM t",
+        )
+        .unwrap();
+        let Statement::Query(query) = &mut statements[0] else {
+            panic!("not a query")
+        };
+        name_result_columns(query);
+        let SetExpr::Select(select) = query.body.as_ref() else {
+            panic!("not a select")
+        };
+        let names: Vec<String> = select
+            .projection
+            .iter()
+            .map(|item| match item {
+                SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                other => panic!("unnamed: {other}"),
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "substr",
+                "substring",
+                "btrim",
+                "ltrim",
+                "position",
+                "extract",
+                "ceil",
+                "array",
+                "a",
+                "int4",
+                "varchar",
+                "float8",
+                "date",
+                "interval",
+                "timezone"
+            ]
+        );
     }
 }

@@ -42,14 +42,27 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     analyzer_rules.insert(0, Arc::new(crate::bag_set_operations::BagSetOperations));
     analyzer_rules.insert(0, Arc::new(crate::lateral_top_k::LateralTopK));
     analyzer_rules.insert(0, Arc::new(crate::asof_joins::AsOfJoins));
-    analyzer_rules.insert(1, Arc::new(crate::postgres_types::SumBigintAsNumeric));
-    analyzer_rules.insert(2, Arc::new(crate::postgres_types::RoundingIntegerCasts));
+    analyzer_rules.insert(1, Arc::new(crate::postgres_types::RoundingIntegerCasts));
     for (position, rule) in crate::postgres_arrays::analyzer_rules()
         .into_iter()
         .enumerate()
     {
-        analyzer_rules.insert(3 + position, rule);
+        analyzer_rules.insert(2 + position, rule);
     }
+    // Last before type coercion, as literals are typed then: the rules before match
+    // aggregates by their unaliased form, which narrowing a literal inside one aliases.
+    let type_coercion = analyzer_rules
+        .iter()
+        .position(|rule| rule.name() == "type_coercion")
+        .unwrap_or(analyzer_rules.len());
+    analyzer_rules.insert(
+        type_coercion,
+        Arc::new(crate::postgres_types::SumBigintAsNumeric),
+    );
+    analyzer_rules.insert(
+        type_coercion,
+        Arc::new(crate::postgres_integers::IntegerLiterals),
+    );
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_text_casts::PostgresTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_integers::CheckedIntegerArithmetic));
@@ -69,6 +82,12 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     // holds, and the alias would bring DataFusion's back under the name `to_char`.
     let _ = state.deregister_udf("to_char");
     let _ = state.register_udf(Arc::new(crate::postgres_to_char::to_char()));
+    // PostgreSQL spells `ceil` `ceiling` too.
+    let ceiling = datafusion::functions::math::ceil()
+        .as_ref()
+        .clone()
+        .with_aliases(["ceiling"]);
+    let _ = state.register_udf(Arc::new(ceiling));
     // JSON read from text: `->`, `->>` and the json_get functions (json is text here).
     let _ = datafusion_functions_json::register_all(&mut state);
     let _ = state.register_udf(Arc::new(crate::temporal_filters::mz_now()));

@@ -52,15 +52,8 @@ pub(crate) fn rewrite_postgres_syntax(
         target,
         is_aggregate,
     });
-    match statement {
-        Statement::Query(query) => {
-            type_result_literals(query);
-            if target == Target::Read {
-                sort_by_subqueries(query);
-            }
-        }
-        Statement::CreateView(create) => type_result_literals(&mut create.query),
-        _ => {}
+    if let (Statement::Query(query), Target::Read) = (statement, target) {
+        sort_by_subqueries(query);
     }
 }
 
@@ -160,39 +153,6 @@ fn contains_subquery(expr: &Expr) -> bool {
     found
 }
 
-/// An integer literal that a query returns as a column is an `integer` in Postgres (DataFusion
-/// reads every integer literal as `bigint`): `SELECT 1` returns an int4 column.
-fn type_result_literals(query: &mut Query) {
-    fn visit_body(body: &mut SetExpr) {
-        match body {
-            SetExpr::Select(select) => {
-                for item in &mut select.projection {
-                    match item {
-                        SelectItem::UnnamedExpr(expr) if is_int4_literal(expr) => {
-                            // Named as the bare literal is: `?column?`.
-                            *item = SelectItem::ExprWithAlias {
-                                expr: cast(expr.clone(), SqlType::Int(None)),
-                                alias: Ident::with_quote('"', "?column?"),
-                            };
-                        }
-                        SelectItem::ExprWithAlias { expr, .. } if is_int4_literal(expr) => {
-                            *expr = cast(expr.clone(), SqlType::Int(None));
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            SetExpr::SetOperation { left, right, .. } => {
-                visit_body(left);
-                visit_body(right);
-            }
-            SetExpr::Query(query) => visit_body(&mut query.body),
-            _ => {}
-        }
-    }
-    visit_body(&mut query.body);
-}
-
 /// `generate_series(…)` as an item of a select list is a set-returning function, one row per
 /// value, where DataFusion's returns the list of them: it is unnested (several stay in
 /// lockstep, as in PostgreSQL), and named `generate_series` as PostgreSQL names it.
@@ -231,30 +191,6 @@ fn unnest_series_in_select_lists(body: &mut SetExpr) {
         }
         _ => {}
     }
-}
-
-/// Whether `expr` is an integer literal (possibly negated) that fits an `integer`.
-fn is_int4_literal(expr: &Expr) -> bool {
-    let (negated, value) = match expr {
-        Expr::Value(v) => (false, &v.value),
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => match expr.as_ref() {
-            Expr::Value(v) => (true, &v.value),
-            _ => return false,
-        },
-        _ => return false,
-    };
-    let Value::Number(digits, _) = value else {
-        return false;
-    };
-    let text = if negated {
-        format!("-{digits}")
-    } else {
-        digits.clone()
-    };
-    text.parse::<i32>().is_ok()
 }
 
 struct Rewriter<'a> {
@@ -811,12 +747,15 @@ fn reg_kind(data_type: &SqlType) -> Option<RegKind> {
     }
 }
 
-/// The reg kind of a `__to_regX(…)` call, if `expr` is one.
+/// The reg kind of a `__to_regX(…)` call (or of `pg_typeof(…)`, a `regtype`), if `expr` is one.
 fn reg_cast_of(expr: &Expr) -> Option<RegKind> {
     let Expr::Function(function) = expr else {
         return None;
     };
     let name = function.name.to_string();
+    if name.eq_ignore_ascii_case("pg_typeof") {
+        return Some(RegKind::Type);
+    }
     let type_name = name.strip_prefix("__to_")?;
     RegKind::from_type_name(type_name)
 }
@@ -1051,7 +990,7 @@ mod tests {
                 "SELECT 1 FROM t WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default",
                 Target::Read
             ),
-            "SELECT CAST(1 AS INT) AS \"?column?\" FROM t WHERE c.relname ~ '^(t)$'"
+            "SELECT 1 FROM t WHERE c.relname ~ '^(t)$'"
         );
     }
 

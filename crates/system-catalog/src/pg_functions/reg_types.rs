@@ -104,7 +104,54 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             },
         ));
     }
+    functions.push(ScalarUDF::from(TypeOf {
+        signature: any_arity(&[1], Volatility::Immutable),
+    }));
     functions
+}
+
+/// `pg_typeof(x)`: the `regtype` of its argument's type (a declared `varchar`, `json` or
+/// `uuid` column included).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TypeOf {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TypeOf {
+    fn name(&self) -> &str {
+        "pg_typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn return_field_from_args(&self, _: ReturnFieldArgs) -> Result<FieldRef> {
+        Ok(Arc::new(reg_type_field(self.name(), RegKind::Type)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let oid = repr::pg_type::pg_type_of_field(&args.arg_fields[0]).oid;
+        Ok(ColumnarValue::Scalar(ScalarValue::Int64(Some(i64::from(
+            oid,
+        )))))
+    }
+}
+
+/// A field named `name` holding oids of `kind` (shown as the objects' names).
+fn reg_type_field(name: &str, kind: RegKind) -> Field {
+    let metadata = std::collections::HashMap::from([
+        (PG_TYPE_OID_KEY.to_string(), kind.type_oid().to_string()),
+        (
+            repr::pg_type::DECLARED_TYPE_KEY.to_string(),
+            kind.type_name().to_string(),
+        ),
+    ]);
+    Field::new(name, DataType::Int64, true).with_metadata(metadata)
 }
 
 /// Looks a name up as an object of one kind; an oid passes through.
@@ -146,19 +193,7 @@ impl ScalarUDFImpl for RegLookup {
     }
 
     fn return_field_from_args(&self, _: ReturnFieldArgs) -> Result<FieldRef> {
-        let metadata = std::collections::HashMap::from([
-            (
-                PG_TYPE_OID_KEY.to_string(),
-                self.kind.type_oid().to_string(),
-            ),
-            (
-                repr::pg_type::DECLARED_TYPE_KEY.to_string(),
-                self.kind.type_name().to_string(),
-            ),
-        ]);
-        Ok(Arc::new(
-            Field::new(self.name(), DataType::Int64, true).with_metadata(metadata),
-        ))
+        Ok(Arc::new(reg_type_field(self.name(), self.kind)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
