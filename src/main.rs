@@ -37,8 +37,7 @@ struct Args {
     retain_history_ms: u64,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     // The log goes to stderr, as a server's log does (stdout is for output a caller reads).
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -48,7 +47,18 @@ async fn main() -> std::process::ExitCode {
         )
         .init();
     let args = Args::parse();
-    match run(args).await {
+    // Threads that walk statements need a deeper stack than Rust's 2 MiB: tokio's are sized
+    // here, and threads started without a size (timely's dataflow workers) read
+    // RUST_MIN_STACK, set before any thread starts.
+    if std::env::var_os("RUST_MIN_STACK").is_none() {
+        std::env::set_var("RUST_MIN_STACK", coord::STATEMENT_STACK_BYTES.to_string());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(coord::STATEMENT_STACK_BYTES)
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"));
+    match runtime.and_then(|runtime| runtime.block_on(run(args))) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(message) => {
             tracing::error!("{message}");

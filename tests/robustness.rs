@@ -358,3 +358,107 @@ async fn extended_query_replies_wait_for_sync_or_flush() {
     let messages = connection.read_until_ready();
     assert_eq!(messages.len(), 1, "only ReadyForQuery follows Sync");
 }
+
+/// Statements that nest deeper than the server walks are refused with 54001, as PostgreSQL
+/// refuses them, however deep they go; those within the bounds run, in reads and in views.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_statements_are_54001_and_the_server_stays_up() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let chain = |term: &str, operator: &str, terms: usize| vec![term; terms].join(operator);
+    for sql in [
+        format!("SELECT {}", chain("1", "+", 1001)),
+        format!("SELECT {}", chain("1", "+", 200_000)),
+        format!("SELECT 1 WHERE {}", chain("1 = 1", " OR ", 5000)),
+        format!("SELECT {}", chain("'a'", " || ", 5000)),
+        chain("SELECT 1", " UNION ALL ", 1002),
+        format!("SELECT {}1{}", "(".repeat(200), ")".repeat(200)),
+        format!(
+            "CREATE MATERIALIZED VIEW too_deep AS SELECT {}",
+            chain("1", "+", 5000)
+        ),
+    ] {
+        assert_eq!(
+            code_of(&client, &sql).await,
+            SqlState::STATEMENT_TOO_COMPLEX,
+            "{}",
+            &sql[..60]
+        );
+    }
+    let sum: i32 = client
+        .query_one(&format!("SELECT {}", chain("1", "+", 999)), &[])
+        .await
+        .expect("a 999-term sum")
+        .get(0);
+    assert_eq!(sum, 999);
+    let unions = client
+        .query(&chain("SELECT 1", " UNION ALL ", 1001), &[])
+        .await
+        .expect("a union of 1001 selects");
+    assert_eq!(unions.len(), 1001);
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE terms (a int); INSERT INTO terms VALUES (1);
+             CREATE MATERIALIZED VIEW deep AS SELECT {} AS s FROM terms;
+             INSERT INTO terms VALUES (2)",
+            chain("a", " + ", 900)
+        ))
+        .await
+        .expect("a view of a 900-term sum");
+    let sums: Vec<i32> = client
+        .query("SELECT s FROM deep ORDER BY s", &[])
+        .await
+        .expect("the view")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(sums, [900, 1800]);
+}
+
+/// An Execute's row limit of 0 or less means every row, as in PostgreSQL, and a huge one
+/// reserves nothing; a binary array parameter that claims more elements than it holds is an
+/// error. Neither drops the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_row_limits_and_array_lengths_are_handled() {
+    use support::wire::{parse_body, RawConnection};
+    let server = TestServer::start();
+    let mut connection = RawConnection::connect(server.port());
+    for max_rows in [-1i32, 0, i32::MAX] {
+        connection.send(b'P', &parse_body("SELECT 7"));
+        connection.send(b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut execute = vec![0];
+        execute.extend(max_rows.to_be_bytes());
+        connection.send(b'E', &execute);
+        connection.send(b'S', &[]);
+        let messages = connection.read_until_ready();
+        let kinds: Vec<u8> = messages.iter().map(|m| m.kind).collect();
+        assert_eq!(kinds, b"12DCZ", "max_rows {max_rows}");
+    }
+    let mut parse = vec![0];
+    parse.extend(b"SELECT $1::int[]\0");
+    parse.extend(1i16.to_be_bytes());
+    parse.extend(1007u32.to_be_bytes());
+    connection.send(b'P', &parse);
+    let mut array = Vec::new();
+    for field in [1i32, 0, 23, i32::MAX, 1] {
+        array.extend(field.to_be_bytes());
+    }
+    let mut bind = vec![0, 0];
+    bind.extend(1i16.to_be_bytes());
+    bind.extend(1i16.to_be_bytes());
+    bind.extend(1i16.to_be_bytes());
+    bind.extend((array.len() as i32).to_be_bytes());
+    bind.extend(&array);
+    bind.extend(0i16.to_be_bytes());
+    connection.send(b'B', &bind);
+    connection.send(b'E', &[0, 0, 0, 0, 0]);
+    connection.send(b'S', &[]);
+    let codes: Vec<String> = connection
+        .read_until_ready()
+        .iter()
+        .filter_map(|m| m.error_code())
+        .collect();
+    assert_eq!(codes, ["22P02"]);
+    connection.send(b'Q', b"SELECT 1\0");
+    assert!(connection.read_until_ready().iter().any(|m| m.kind == b'D'));
+}

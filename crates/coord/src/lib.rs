@@ -67,5 +67,5 @@ pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec
 pub use pipelines::Subscription;
 pub use sql::{
     parse, parse_noting_truncations, CopyFormat, CopyOptions, SqlError, Statement,
-    TransactionEffect,
+    TransactionEffect, STATEMENT_STACK_BYTES,
 };

@@ -197,6 +197,7 @@ async fn on_a_thread_of_its_own<T: Send + 'static>(
     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
         .name("query".into())
+        .stack_size(sql::STATEMENT_STACK_BYTES)
         .spawn(move || {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()

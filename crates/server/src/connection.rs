@@ -521,13 +521,14 @@ impl ExtendedQueryHandler for Connection {
             .await?)
     }
 
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    async fn on_execute<C>(&self, client: &mut C, mut message: Execute) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        message.max_rows = rows_per_execute(message.max_rows);
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let streamed = match client.portal_store().get_portal(portal_name) {
             Some(Entry::Value(portal)) if portal.statement.statement.statement.is_streamed() => {
@@ -735,5 +736,19 @@ impl CopyHandler for Connection {
             "57014".into(),
             format!("COPY from stdin failed: {}", fail.message),
         )))
+    }
+}
+
+/// The most rows one Execute returns before the portal is suspended (the client executes it
+/// again for more): pgwire sets aside room for as many rows as the client asks for, so a
+/// client's 2147483647 would reserve gigabytes.
+const MAX_ROWS_PER_EXECUTE: i32 = 1 << 20;
+
+/// The row limit of an Execute as this server applies it: none (0) for zero or a negative
+/// count, as in PostgreSQL, and at most [`MAX_ROWS_PER_EXECUTE`].
+fn rows_per_execute(max_rows: i32) -> i32 {
+    match max_rows {
+        ..=0 => 0,
+        rows => rows.min(MAX_ROWS_PER_EXECUTE),
     }
 }

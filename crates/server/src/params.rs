@@ -162,7 +162,17 @@ fn array_text(bytes: &[u8], element: &DataType) -> Result<String, String> {
     }
     let length = reader.i32()?;
     let _lower_bound = reader.i32()?;
-    let mut elements = Vec::with_capacity(length.max(0) as usize);
+    // Each element takes at least its 4-byte length: a count the bytes cannot hold is a lie,
+    // and reserving room for it could take gigabytes.
+    let remaining = bytes.len().saturating_sub(reader.at) / 4;
+    let length = usize::try_from(length).unwrap_or(0);
+    if length > remaining {
+        return Err(format!(
+            "array parameter claims {length} elements in {} bytes",
+            bytes.len()
+        ));
+    }
+    let mut elements = Vec::with_capacity(length);
     for _ in 0..length {
         let size = reader.i32()?;
         if size < 0 {

@@ -69,6 +69,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::CardinalityViolation(_) => "21000",
         SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
         SqlError::InvalidStatement(_) => "42000",
+        SqlError::StackDepthExceeded(_) => "54001",
         SqlError::Internal(_) => "XX000",
     }
 }

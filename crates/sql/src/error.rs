@@ -92,6 +92,9 @@ pub enum SqlError {
     /// The statement is wrong in some other way (bad argument, misuse).
     #[error("{0}")]
     InvalidStatement(String),
+    /// The statement nests too deeply to be walked (see [`crate::parse::nesting`]).
+    #[error("stack depth limit exceeded: {0}")]
+    StackDepthExceeded(String),
     /// An invariant broke inside the SQL front end.
     #[error("internal error: {0}")]
     Internal(String),
@@ -120,7 +123,15 @@ impl From<DataFusionError> for SqlError {
 
 impl From<datafusion::sql::sqlparser::parser::ParserError> for SqlError {
     fn from(e: datafusion::sql::sqlparser::parser::ParserError) -> Self {
-        SqlError::Syntax(e.to_string())
+        match e {
+            datafusion::sql::sqlparser::parser::ParserError::RecursionLimitExceeded => {
+                SqlError::StackDepthExceeded(
+                    "the statement nests parentheses, subqueries or function calls too deeply"
+                        .into(),
+                )
+            }
+            other => SqlError::Syntax(other.to_string()),
+        }
     }
 }
 

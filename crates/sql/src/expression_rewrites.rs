@@ -21,6 +21,30 @@ pub(crate) fn rewrite_expressions(
     candidate: impl Fn(&Expr) -> bool,
     rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
+    rewrite_in_order(plan, candidate, rewrite, Order::BottomUp)
+}
+
+/// [`rewrite_expressions`], each expression rewritten before its sub-expressions (which are
+/// then those of the rewritten expression): for rewrites that take a whole tree at once.
+pub(crate) fn rewrite_expressions_top_down(
+    plan: LogicalPlan,
+    candidate: impl Fn(&Expr) -> bool,
+    rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
+    rewrite_in_order(plan, candidate, rewrite, Order::TopDown)
+}
+
+enum Order {
+    BottomUp,
+    TopDown,
+}
+
+fn rewrite_in_order(
+    plan: LogicalPlan,
+    candidate: impl Fn(&Expr) -> bool,
+    rewrite: impl Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
+    order: Order,
+) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
         if !has_expression(&node, &candidate)? {
             return Ok(Transformed::no(node));
@@ -29,7 +53,10 @@ pub(crate) fn rewrite_expressions(
         let names = NamePreserver::new(&node);
         node.map_expressions(|expr| {
             let name = names.save(&expr);
-            let rewritten = expr.transform_up(|e| rewrite(e, &schema))?;
+            let rewritten = match order {
+                Order::BottomUp => expr.transform_up(|e| rewrite(e, &schema))?,
+                Order::TopDown => expr.transform_down(|e| rewrite(e, &schema))?,
+            };
             Ok(rewritten.update_data(|e| name.restore(e)))
         })
     })

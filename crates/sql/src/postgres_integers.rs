@@ -33,7 +33,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::expression_rewrites::{has_node, rewrite_expressions};
+use crate::expression_rewrites::{has_node, rewrite_expressions_top_down};
 
 /// Types the integer literals that fit an `integer` as `integer`.
 ///
@@ -193,8 +193,12 @@ fn with_types(plan: LogicalPlan, types: &[DataType]) -> Result<LogicalPlan> {
     )?))
 }
 
-/// Rewrites `+`, `-` and `*` of two integers of one type, and the negation of an integer,
-/// into [`CheckedArithmetic`].
+/// Rewrites each maximal tree of `+`, `-`, `*` and negation over integers of one type into
+/// one [`CheckedArithmetic`] call.
+///
+/// One call per tree, not per operator: DataFusion derives a function call's name and type
+/// from its arguments' names, so `1+1+…` as nested calls would cost time cubic in its length
+/// to plan (minutes for a thousand terms).
 #[derive(Debug, Default)]
 pub struct CheckedIntegerArithmetic;
 
@@ -205,34 +209,69 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
             Expr::Negative(_) => true,
             _ => false,
         };
-        rewrite_expressions(plan, candidate, |e, schema| {
-            let rewritten = match &e {
-                Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-                    match (checked_operation(*op), integer_type(left, schema)) {
-                        (Some(operation), Some(integer))
-                            if integer_type(right, schema).as_ref() == Some(&integer) =>
-                        {
-                            Some(checked(
-                                operation,
-                                vec![(**left).clone(), (**right).clone()],
-                            ))
-                        }
-                        _ => None,
-                    }
-                }
-                Expr::Negative(operand) => integer_type(operand, schema)
-                    .map(|_| checked(Operation::Negate, vec![(**operand).clone()])),
-                _ => None,
+        rewrite_expressions_top_down(plan, candidate, |e, schema| {
+            let Some(integer) = arithmetic_type(&e, schema) else {
+                return Ok(Transformed::no(e));
             };
-            Ok(match rewritten {
-                Some(call) => Transformed::yes(call),
-                None => Transformed::no(e),
-            })
+            let mut program = Vec::new();
+            let mut operands = Vec::new();
+            compile(e, &integer, schema, &mut program, &mut operands);
+            let function = CheckedArithmetic {
+                program,
+                signature: Signature::any(operands.len(), Volatility::Immutable),
+            };
+            Ok(Transformed::yes(ScalarUDF::from(function).call(operands)))
         })
     }
 
     fn name(&self) -> &str {
         "checked_integer_arithmetic"
+    }
+}
+
+/// The integer type `expr` computes in, if it is an operation this rule checks: `+`, `-` or
+/// `*` of two operands of one integer type, or the negation of an integer.
+fn arithmetic_type(expr: &Expr, schema: &DFSchema) -> Option<DataType> {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if checked_operation(*op).is_some() => {
+            let integer = integer_type(left, schema)?;
+            (integer_type(right, schema)? == integer).then_some(integer)
+        }
+        Expr::Negative(operand) => integer_type(operand, schema),
+        _ => None,
+    }
+}
+
+/// Appends `expr`'s operations in `integer` to `program` (operands first, so the program
+/// runs on a stack), and the expressions it reads to `operands`.
+fn compile(
+    expr: Expr,
+    integer: &DataType,
+    schema: &DFSchema,
+    program: &mut Vec<Step>,
+    operands: &mut Vec<Expr>,
+) {
+    if arithmetic_type(&expr, schema).as_ref() != Some(integer) {
+        program.push(Step::Operand);
+        operands.push(expr);
+        return;
+    }
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            compile(*left, integer, schema, program, operands);
+            compile(*right, integer, schema, program, operands);
+            if let Some(operation) = checked_operation(op) {
+                program.push(operation);
+            }
+        }
+        Expr::Negative(operand) => {
+            compile(*operand, integer, schema, program, operands);
+            program.push(Step::Negate);
+        }
+        other => {
+            program.push(Step::Operand);
+            operands.push(other);
+        }
     }
 }
 
@@ -243,48 +282,48 @@ fn integer_type(expr: &Expr, schema: &DFSchema) -> Option<DataType> {
         .filter(|t| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64))
 }
 
-fn checked_operation(op: Operator) -> Option<Operation> {
+fn checked_operation(op: Operator) -> Option<Step> {
     match op {
-        Operator::Plus => Some(Operation::Add),
-        Operator::Minus => Some(Operation::Subtract),
-        Operator::Multiply => Some(Operation::Multiply),
+        Operator::Plus => Some(Step::Add),
+        Operator::Minus => Some(Step::Subtract),
+        Operator::Multiply => Some(Step::Multiply),
         _ => None,
     }
 }
 
-fn checked(operation: Operation, args: Vec<Expr>) -> Expr {
-    ScalarUDF::from(CheckedArithmetic {
-        operation,
-        signature: Signature::any(args.len(), Volatility::Immutable),
-    })
-    .call(args)
-}
-
-/// An integer operation that can overflow.
+/// One step of a [`CheckedArithmetic`] program, run on a stack of values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Operation {
+enum Step {
+    /// Pushes the next operand.
+    Operand,
     Add,
     Subtract,
     Multiply,
     Negate,
 }
 
-/// `__int_add(a, b)`, `__int_sub`, `__int_mul`, `__int_neg(a)`: integer arithmetic in the
-/// operands' type that fails with 22003 where the result does not fit.
+impl Step {
+    fn symbol(self) -> &'static str {
+        match self {
+            Step::Operand => "",
+            Step::Add => "+",
+            Step::Subtract | Step::Negate => "-",
+            Step::Multiply => "*",
+        }
+    }
+}
+
+/// `__checked_arithmetic(operands…)`: integer arithmetic in the operands' type, run as a
+/// program of [`Step`]s, that fails with 22003 where a result does not fit.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct CheckedArithmetic {
-    operation: Operation,
+    program: Vec<Step>,
     signature: Signature,
 }
 
 impl ScalarUDFImpl for CheckedArithmetic {
     fn name(&self) -> &str {
-        match self.operation {
-            Operation::Add => "__int_add",
-            Operation::Subtract => "__int_sub",
-            Operation::Multiply => "__int_mul",
-            Operation::Negate => "__int_neg",
-        }
+        "__checked_arithmetic"
     }
 
     fn signature(&self) -> &Signature {
@@ -292,7 +331,31 @@ impl ScalarUDFImpl for CheckedArithmetic {
     }
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        Ok(args[0].clone())
+        args.first()
+            .cloned()
+            .ok_or_else(|| DataFusionError::Internal("checked arithmetic without operands".into()))
+    }
+
+    /// The expression as written (`a + 1 * b`), which tells two programs apart.
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        let mut stack: Vec<String> = Vec::new();
+        let mut operands = args.iter();
+        for step in &self.program {
+            let text = match step {
+                Step::Operand => match operands.next() {
+                    Some(operand) => operand.schema_name().to_string(),
+                    None => return Err(malformed()),
+                },
+                Step::Negate => format!("(- {})", stack.pop().ok_or_else(malformed)?),
+                binary => {
+                    let right = stack.pop().ok_or_else(malformed)?;
+                    let left = stack.pop().ok_or_else(malformed)?;
+                    format!("({left} {} {right})", binary.symbol())
+                }
+            };
+            stack.push(text);
+        }
+        stack.pop().ok_or_else(malformed)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -306,39 +369,46 @@ impl ScalarUDFImpl for CheckedArithmetic {
             true => 1,
             false => args.number_rows,
         };
-        let operands = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        let result = match (self.operation, operands.as_slice()) {
-            (Operation::Add, [a, b]) => numeric::add(a, b),
-            (Operation::Subtract, [a, b]) => numeric::sub(a, b),
-            (Operation::Multiply, [a, b]) => numeric::mul(a, b),
-            (Operation::Negate, [a]) => numeric::neg(a),
-            _ => {
-                return Err(DataFusionError::Internal(format!(
-                    "{} takes {} operands",
-                    self.name(),
-                    if self.operation == Operation::Negate {
-                        1
-                    } else {
-                        2
+        let mut operands = args.args.iter();
+        let mut stack: Vec<ArrayRef> = Vec::new();
+        for step in &self.program {
+            let result = match step {
+                Step::Operand => {
+                    let operand = operands.next().ok_or_else(malformed)?;
+                    stack.push(operand.to_array(rows)?);
+                    continue;
+                }
+                Step::Negate => numeric::neg(&stack.pop().ok_or_else(malformed)?),
+                binary => {
+                    let right = stack.pop().ok_or_else(malformed)?;
+                    let left = stack.pop().ok_or_else(malformed)?;
+                    match binary {
+                        Step::Add => numeric::add(&left, &right),
+                        Step::Subtract => numeric::sub(&left, &right),
+                        _ => numeric::mul(&left, &right),
                     }
-                )))
+                }
+            };
+            match result {
+                Ok(values) => stack.push(values),
+                Err(ArrowError::ArithmeticOverflow(_)) => {
+                    let integer = args.args.first().map(ColumnarValue::data_type);
+                    return Err(DataFusionError::ArrowError(
+                        Box::new(ArrowError::ArithmeticOverflow(
+                            out_of_range(&integer.unwrap_or(DataType::Int64)).into(),
+                        )),
+                        None,
+                    ));
+                }
+                Err(e) => return Err(e.into()),
             }
-        };
-        match result {
-            Ok(values) => Ok(ColumnarValue::Array(values)),
-            Err(ArrowError::ArithmeticOverflow(_)) => Err(DataFusionError::ArrowError(
-                Box::new(ArrowError::ArithmeticOverflow(
-                    out_of_range(operands[0].data_type()).into(),
-                )),
-                None,
-            )),
-            Err(e) => Err(e.into()),
         }
+        Ok(ColumnarValue::Array(stack.pop().ok_or_else(malformed)?))
     }
+}
+
+fn malformed() -> DataFusionError {
+    DataFusionError::Internal("a checked arithmetic program does not match its operands".into())
 }
 
 /// PostgreSQL's message for a result that does not fit `integer_type`.
@@ -390,6 +460,16 @@ mod tests {
             "2147483646"
         );
         assert_eq!(run("SELECT -(3) * 4 + 1").await.unwrap(), "-11");
+        assert_eq!(run("SELECT 10 - 2 * -(3 - 5) * 4").await.unwrap(), "-6");
         assert_eq!(run("SELECT 1.5 + 1").await.unwrap(), "2.5");
+    }
+
+    #[tokio::test]
+    async fn a_long_chain_is_one_program() {
+        let chain = vec!["1"; 300].join(" + ");
+        assert_eq!(run(&format!("SELECT {chain}")).await.unwrap(), "300");
+        let chain = vec!["2147483"; 1001].join(" + ");
+        let error = run(&format!("SELECT {chain}")).await.unwrap_err();
+        assert!(error.contains("integer out of range"), "{error}");
     }
 }

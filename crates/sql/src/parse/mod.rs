@@ -8,6 +8,7 @@
 
 mod asof;
 mod emit;
+pub(crate) mod nesting;
 pub(crate) mod options;
 mod table_watermark;
 
@@ -128,12 +129,13 @@ pub fn parse_noting_truncations(
             Some(SourceStatement::CreateTableFrom(create)) => {
                 Statement::CreateTableFromSource(*create)
             }
-            Some(SourceStatement::Sql(mut statement)) => {
+            Some(SourceStatement::Sql(statement)) => {
+                let mut statement = nesting::check_nesting(*statement)?;
                 normalize_literals(&mut statement);
-                Statement::from_sql(*statement)
+                Statement::from_sql(statement)
             }
             None => {
-                let mut statement = parser.parse_statement()?;
+                let mut statement = nesting::check_nesting(parser.parse_statement()?)?;
                 normalize_literals(&mut statement);
                 let emits = emit_clauses
                     .iter()

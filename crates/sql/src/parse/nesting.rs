@@ -1,0 +1,196 @@
+//! A bound on how deeply a statement nests, checked right after parsing.
+//!
+//! Everything after the parser walks a statement recursively: cloning, printing, rewriting,
+//! planning, lowering and evaluating it. A flat chain such as `1+1+…+1` or `a OR b OR …`
+//! parses without recursion but makes a tree as deep as the chain is long, and `SELECT 1 UNION
+//! ALL SELECT 1 …` a set operation as deep; walked recursively, a deep enough one overflows a
+//! thread's stack, which aborts the whole server. PostgreSQL refuses such statements with 54001
+//! (`stack depth limit exceeded`): it runs `1+1+…` of 1,000 terms and a union of 5,000
+//! selects, and refuses 5,000 terms and 20,000 selects. Fluxion refuses an expression nested
+//! more than [`MAX_EXPRESSION_DEPTH`] deep and a chain of more than [`MAX_SET_OPERATIONS`] set
+//! operations (fewer than PostgreSQL runs: each level of a chain costs several kilobytes of
+//! stack in the walks after parsing), before anything else walks the statement.
+//!
+//! A refused statement is taken apart bottom-up before it is dropped ([`dismantle`]): dropping
+//! a deep tree recurses as deeply as the tree is deep. The walks here are sqlparser's visitor,
+//! which grows its stack on the heap as it goes deeper (its `recursive-protection` feature), and
+//! loops.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions_mut, Expr, Query, SetExpr, Statement, Value, Values, Visit, VisitMut,
+    Visitor, VisitorMut,
+};
+
+use crate::SqlError;
+
+/// The deepest nesting of expressions (and the subqueries within them) a statement may have.
+pub const MAX_EXPRESSION_DEPTH: usize = 1000;
+
+/// The longest chain of set operations (`UNION`, `INTERSECT`, `EXCEPT`) one query may have.
+pub const MAX_SET_OPERATIONS: usize = 1000;
+
+/// The stack a thread needs to walk a statement within these bounds (parse, plan, lower,
+/// evaluate), with room to spare in a debug build: every thread that handles statements or
+/// runs dataflows gets at least this much.
+pub const STATEMENT_STACK_BYTES: usize = 32 << 20;
+
+/// `statement` if it nests within the bounds; otherwise a 54001 error, `statement` having
+/// been taken apart so that dropping it cannot overflow the stack.
+pub(crate) fn check_nesting(mut statement: Statement) -> Result<Statement, SqlError> {
+    let mut measure = Depths::default();
+    if let ControlFlow::Break(error) = statement.visit(&mut measure) {
+        dismantle(&mut statement);
+        return Err(error);
+    }
+    Ok(statement)
+}
+
+/// Walks a statement keeping the current expression depth, and stops at the first bound
+/// crossed.
+#[derive(Default)]
+struct Depths {
+    expression_depth: usize,
+}
+
+impl Visitor for Depths {
+    type Break = SqlError;
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<SqlError> {
+        self.enter()?;
+        let operations = set_operation_depth(&query.body);
+        if operations > MAX_SET_OPERATIONS {
+            return ControlFlow::Break(SqlError::StackDepthExceeded(format!(
+                "a query chains more than {MAX_SET_OPERATIONS} set operations"
+            )));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _query: &Query) -> ControlFlow<SqlError> {
+        self.expression_depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, _expr: &Expr) -> ControlFlow<SqlError> {
+        self.enter()
+    }
+
+    fn post_visit_expr(&mut self, _expr: &Expr) -> ControlFlow<SqlError> {
+        self.expression_depth -= 1;
+        ControlFlow::Continue(())
+    }
+}
+
+impl Depths {
+    fn enter(&mut self) -> ControlFlow<SqlError> {
+        self.expression_depth += 1;
+        if self.expression_depth > MAX_EXPRESSION_DEPTH {
+            return ControlFlow::Break(SqlError::StackDepthExceeded(format!(
+                "the statement nests expressions more than {MAX_EXPRESSION_DEPTH} deep"
+            )));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// How deeply set operations nest in `body` (0 for a plain SELECT), counted with a loop.
+fn set_operation_depth(body: &SetExpr) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(body, 0)];
+    while let Some((node, depth)) = pending.pop() {
+        deepest = deepest.max(depth);
+        match node {
+            SetExpr::SetOperation { left, right, .. } => {
+                pending.push((left, depth + 1));
+                pending.push((right, depth + 1));
+            }
+            SetExpr::Query(query) => pending.push((&query.body, depth)),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Takes `statement` apart bottom-up, leaving nothing deep to drop: every expression becomes
+/// NULL once its own operands have, and every query body's chain of set operations is
+/// unlinked with a loop.
+fn dismantle(statement: &mut Statement) {
+    let _ = visit_expressions_mut(statement, |expr| {
+        *expr = Expr::value(Value::Null);
+        ControlFlow::<()>::Continue(())
+    });
+    let _ = statement.visit(&mut SetOperationUnlinker);
+}
+
+/// Unlinks the set operations of every query body, innermost query first.
+struct SetOperationUnlinker;
+
+impl VisitorMut for SetOperationUnlinker {
+    type Break = ();
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let mut pending = vec![std::mem::replace(query.body.as_mut(), empty_body())];
+        while let Some(mut node) = pending.pop() {
+            match &mut node {
+                SetExpr::SetOperation { left, right, .. } => {
+                    pending.push(std::mem::replace(left.as_mut(), empty_body()));
+                    pending.push(std::mem::replace(right.as_mut(), empty_body()));
+                }
+                SetExpr::Query(inner) => {
+                    pending.push(std::mem::replace(inner.body.as_mut(), empty_body()));
+                }
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn empty_body() -> SetExpr {
+    SetExpr::Values(Values {
+        explicit_row: false,
+        value_keyword: false,
+        rows: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn checked(sql: &str) -> Result<Statement, SqlError> {
+        let statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        check_nesting(statement)
+    }
+
+    fn chain(term: &str, operator: &str, terms: usize) -> String {
+        vec![term; terms].join(operator)
+    }
+
+    #[test]
+    fn chains_up_to_the_bounds_pass() {
+        let sum = format!("SELECT {}", chain("1", "+", MAX_EXPRESSION_DEPTH - 1));
+        assert!(checked(&sum).is_ok());
+        let union = chain("SELECT 1", " UNION ALL ", MAX_SET_OPERATIONS + 1);
+        assert!(checked(&union).is_ok());
+    }
+
+    #[test]
+    fn deeper_chains_are_54001_and_drop_without_overflow() {
+        for sql in [
+            format!("SELECT {}", chain("1", "+", 200_000)),
+            format!("SELECT 1 WHERE {}", chain("a = 1", " OR ", 100_000)),
+            format!("SELECT (SELECT {})", chain("'a'", " || ", 100_000)),
+            chain("SELECT 1", " UNION ALL ", 100_000),
+        ] {
+            let error = checked(&sql).unwrap_err();
+            assert!(matches!(error, SqlError::StackDepthExceeded(_)), "{error}");
+        }
+    }
+}
