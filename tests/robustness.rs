@@ -462,3 +462,38 @@ async fn hostile_row_limits_and_array_lengths_are_handled() {
     connection.send(b'Q', b"SELECT 1\0");
     assert!(connection.read_until_ready().iter().any(|m| m.kind == b'D'));
 }
+
+/// A message whose contents overrun its length (a Parse declaring more parameter types than it
+/// holds, a Bind value claiming 1 GiB) gets FATAL 08P01 before the connection closes, as in
+/// PostgreSQL, not a silent close; other sessions go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_get_08p01_before_the_connection_closes() {
+    use support::wire::RawConnection;
+    let server = TestServer::start();
+    let mut parse = vec![0];
+    parse.extend(b"SELECT $1\0");
+    parse.extend(1000i16.to_be_bytes());
+    let mut bind = vec![0, 0];
+    bind.extend(0i16.to_be_bytes());
+    bind.extend(1i16.to_be_bytes());
+    bind.extend((1i32 << 30).to_be_bytes());
+    bind.extend(b"abc");
+    for (kind, body) in [(b'P', parse), (b'B', bind)] {
+        let mut connection = RawConnection::connect(server.port());
+        connection.send(kind, &body);
+        connection.send(b'S', &[]);
+        let reply = connection.read_message();
+        assert_eq!(
+            reply.error_code().as_deref(),
+            Some("08P01"),
+            "{}",
+            kind as char
+        );
+    }
+    let client = server.connect().await;
+    let row = client
+        .query_one("SELECT 1", &[])
+        .await
+        .expect("another session");
+    assert_eq!(row.get::<_, i32>(0), 1);
+}

@@ -10,8 +10,10 @@
 
 mod connection;
 mod copy_out;
+mod frame_check;
 mod held_replies;
 mod http;
+mod message_loop;
 mod params;
 mod rows;
 mod simple_query;
@@ -25,11 +27,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coord::Coordinator;
-use pgwire::api::auth::StartupHandler;
-use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
-use pgwire::api::copy::CopyHandler;
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::{ConnectionManager, PgWireServerHandlers};
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::ConnectionManager;
 use tokio::net::TcpListener;
 
 pub use http::serve_http;
@@ -42,28 +41,6 @@ struct ConnectionHandlers {
     connection: Arc<Connection>,
     startup: Arc<TrustStartup>,
     cancel: Arc<DefaultCancelHandler>,
-}
-
-impl PgWireServerHandlers for ConnectionHandlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        self.connection.clone()
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        self.connection.clone()
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        self.startup.clone()
-    }
-
-    fn copy_handler(&self) -> Arc<impl CopyHandler> {
-        self.connection.clone()
-    }
-
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        self.cancel.clone()
-    }
 }
 
 /// Binds the Postgres listener.
@@ -94,14 +71,14 @@ pub async fn serve(
             }
         };
         let connection = Arc::new(Connection::new(coord.clone()));
-        let handlers = Arc::new(ConnectionHandlers {
+        let handlers = ConnectionHandlers {
             connection: connection.clone(),
             startup: startup.clone(),
             cancel: cancel.clone(),
-        });
+        };
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection opened");
-            if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+            if let Err(e) = message_loop::process_socket(socket, &handlers).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             connection.close().await;
