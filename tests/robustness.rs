@@ -377,6 +377,7 @@ async fn deeply_nested_statements_are_54001_and_the_server_stays_up() {
             "CREATE MATERIALIZED VIEW too_deep AS SELECT {}",
             chain("1", "+", 5000)
         ),
+        format!("SUBSCRIBE TO (SELECT {})", chain("1", "+", 5000)),
     ] {
         assert_eq!(
             code_of(&client, &sql).await,
@@ -464,8 +465,8 @@ async fn hostile_row_limits_and_array_lengths_are_handled() {
 }
 
 /// A message whose contents overrun its length (a Parse declaring more parameter types than it
-/// holds, a Bind value claiming 1 GiB) gets FATAL 08P01 before the connection closes, as in
-/// PostgreSQL, not a silent close; other sessions go on.
+/// holds, a Bind value claiming 1 GiB), or that claims more than 1 GiB, gets FATAL 08P01
+/// before the connection closes, as in PostgreSQL, not a silent close; other sessions go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_get_08p01_before_the_connection_closes() {
     use support::wire::RawConnection;
@@ -490,6 +491,15 @@ async fn malformed_messages_get_08p01_before_the_connection_closes() {
             kind as char
         );
     }
+    // A claimed length of 2 GiB is refused at once, not waited for.
+    let mut connection = RawConnection::connect(server.port());
+    connection.send_raw(&[b'Q', 0x80, 0, 0, 0]);
+    let reply = connection.read_message();
+    assert_eq!(
+        reply.error_code().as_deref(),
+        Some("08P01"),
+        "a 2 GiB length"
+    );
     let client = server.connect().await;
     let row = client
         .query_one("SELECT 1", &[])

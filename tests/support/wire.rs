@@ -57,6 +57,11 @@ impl RawConnection {
         self.stream.write_all(&message).expect("send a message");
     }
 
+    /// Sends `bytes` as they are, framed or not.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send bytes");
+    }
+
     /// Reads messages up to and including the next ReadyForQuery.
     pub fn read_until_ready(&mut self) -> Vec<Message> {
         let mut messages = Vec::new();

@@ -16,6 +16,13 @@ use std::task::{Context, Poll};
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+/// The longest startup message PostgreSQL accepts (`MAX_STARTUP_PACKET_LENGTH`).
+const MAX_STARTUP_MESSAGE: usize = 10_000;
+
+/// The longest message PostgreSQL accepts (`PQ_LARGE_MESSAGE_LIMIT`): a longer claimed length
+/// is refused as soon as it is read, before anything waits for or holds the bytes.
+const MAX_MESSAGE: usize = (1 << 30) - 1;
+
 /// Why a [`CheckedStream`] ended early, if it did.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rejection(Arc<Mutex<Option<String>>>);
@@ -68,7 +75,11 @@ impl<S> CheckedStream<S> {
         };
         let length_bytes: [u8; 4] = unchecked.get(header..header + 4)?.try_into().ok()?;
         let length = u32::from_be_bytes(length_bytes) as usize;
-        if length < 4 {
+        let longest = match kind {
+            None => MAX_STARTUP_MESSAGE,
+            Some(_) => MAX_MESSAGE,
+        };
+        if !(4..=longest).contains(&length) {
             return Some(Err(format!("invalid message length {length}")));
         }
         let body = unchecked.get(header + 4..header + length)?;

@@ -47,6 +47,17 @@ pub(crate) fn check_nesting(mut statement: Statement) -> Result<Statement, SqlEr
     Ok(statement)
 }
 
+/// `query` if it nests within the bounds (see [`check_nesting`]): for statements of Fluxion's
+/// own that hold a query (`SUBSCRIBE TO (…)`).
+pub(crate) fn check_query_nesting(query: Box<Query>) -> Result<Box<Query>, SqlError> {
+    match check_nesting(Statement::Query(query))? {
+        Statement::Query(query) => Ok(query),
+        _ => Err(SqlError::Internal(
+            "a query came back as another statement".into(),
+        )),
+    }
+}
+
 /// Walks a statement keeping the current expression depth, and stops at the first bound
 /// crossed.
 #[derive(Default)]
