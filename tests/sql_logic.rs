@@ -121,9 +121,17 @@ fn run_all_files(protocol: Protocol) {
     );
 }
 
+/// The package's directory: where `cargo test` says it is when it runs the test, which is
+/// right even when the compiled test was built from a checkout at another path.
+fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// The directory holding the `.slt` files.
 fn sql_tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sql-tests")
+    package_dir().join("sql-tests")
 }
 
 /// The `.slt` files under `sql-tests/`, sorted, narrowed by `FLUXION_SLT_FILTER`.
@@ -152,7 +160,7 @@ fn collect_slt_files(dir: &Path, files: &mut Vec<PathBuf>) {
 
 /// `sql-tests/views.slt` for a path under the package.
 fn display_name(path: &Path) -> String {
-    path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+    path.strip_prefix(package_dir())
         .unwrap_or(path)
         .display()
         .to_string()

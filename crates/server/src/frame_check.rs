@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::io::poll_read_buf;
 
 /// The longest startup message PostgreSQL accepts (`MAX_STARTUP_PACKET_LENGTH`).
 const MAX_STARTUP_MESSAGE: usize = 10_000;
@@ -22,6 +23,9 @@ const MAX_STARTUP_MESSAGE: usize = 10_000;
 /// The longest message PostgreSQL accepts (`PQ_LARGE_MESSAGE_LIMIT`): a longer claimed length
 /// is refused as soon as it is read, before anything waits for or holds the bytes.
 const MAX_MESSAGE: usize = (1 << 30) - 1;
+
+/// The room made in the buffer for each read from the socket.
+const READ_CHUNK: usize = 8192;
 
 /// Why a [`CheckedStream`] ended early, if it did.
 #[derive(Clone, Debug, Default)]
@@ -118,16 +122,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for CheckedStream<S> {
                 Some(Ok(length)) => this.checked = length,
                 Some(Err(reason)) => this.rejection.reject(reason),
                 None => {
-                    let mut chunk = [0u8; 8192];
-                    let mut read = ReadBuf::new(&mut chunk);
-                    match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                    this.pending.reserve(READ_CHUNK);
+                    match poll_read_buf(Pin::new(&mut this.inner), cx, &mut this.pending) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                         // The client is gone: what it left is no whole message.
-                        Poll::Ready(Ok(())) if read.filled().is_empty() => {
-                            return Poll::Ready(Ok(()))
-                        }
-                        Poll::Ready(Ok(())) => this.pending.extend_from_slice(read.filled()),
+                        Poll::Ready(Ok(0)) => return Poll::Ready(Ok(())),
+                        Poll::Ready(Ok(_)) => {}
                     }
                 }
             }

@@ -64,7 +64,10 @@ fn rewrite_in_order(
 }
 
 /// Whether a sub-expression of one of `node`'s expressions satisfies `candidate`.
-fn has_expression(node: &LogicalPlan, candidate: &impl Fn(&Expr) -> bool) -> Result<bool> {
+pub(crate) fn has_expression(
+    node: &LogicalPlan,
+    candidate: &impl Fn(&Expr) -> bool,
+) -> Result<bool> {
     let mut found = false;
     node.apply_expressions(|expr| {
         found = expr.exists(|e| Ok(candidate(e)))?;

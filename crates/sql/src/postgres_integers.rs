@@ -33,7 +33,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::expression_rewrites::{has_node, rewrite_expressions_top_down};
+use crate::expression_rewrites::{has_expression, has_node, rewrite_expressions_top_down};
 
 /// Types the integer literals that fit an `integer` as `integer`.
 ///
@@ -45,7 +45,9 @@ pub struct IntegerLiterals;
 
 impl AnalyzerRule for IntegerLiterals {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        if has_node(&plan, |node| matches!(node, LogicalPlan::RecursiveQuery(_))) {
+        if has_node(&plan, |node| matches!(node, LogicalPlan::RecursiveQuery(_)))
+            || !has_node(&plan, has_integer_literal)
+        {
             return Ok(plan);
         }
         match plan {
@@ -92,6 +94,14 @@ fn narrow_integer_literals(plan: LogicalPlan) -> Result<LogicalPlan> {
         }
     })
     .map(|t| t.data)
+}
+
+/// Whether `node` holds a literal this rule may narrow: a `bigint` one that fits (VALUES rows
+/// are expressions of their node too). Most statements have none, and are left as they are.
+fn has_integer_literal(node: &LogicalPlan) -> bool {
+    let narrowable =
+        |e: &Expr| matches!(e, Expr::Literal(ScalarValue::Int64(Some(v)), _) if fits_integer(*v));
+    has_expression(node, &narrowable).unwrap_or(true)
 }
 
 /// An integer literal as PostgreSQL types it.
@@ -210,17 +220,9 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
             _ => false,
         };
         rewrite_expressions_top_down(plan, candidate, |e, schema| {
-            let Some(integer) = arithmetic_type(&e, schema) else {
-                return Ok(Transformed::no(e));
-            };
-            let mut program = Vec::new();
-            let mut operands = Vec::new();
-            compile(e, &integer, schema, &mut program, &mut operands);
-            let function = CheckedArithmetic {
-                program,
-                signature: Signature::any(operands.len(), Volatility::Immutable),
-            };
-            Ok(Transformed::yes(ScalarUDF::from(function).call(operands)))
+            let mut program = Program::default();
+            program.compile(e, schema);
+            Ok(Transformed::yes(program.take_from((0, 0))))
         })
     }
 
@@ -229,49 +231,92 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
     }
 }
 
-/// The integer type `expr` computes in, if it is an operation this rule checks: `+`, `-` or
-/// `*` of two operands of one integer type, or the negation of an integer.
-fn arithmetic_type(expr: &Expr, schema: &DFSchema) -> Option<DataType> {
-    match expr {
-        Expr::BinaryExpr(BinaryExpr { left, op, right }) if checked_operation(*op).is_some() => {
-            let integer = integer_type(left, schema)?;
-            (integer_type(right, schema)? == integer).then_some(integer)
-        }
-        Expr::Negative(operand) => integer_type(operand, schema),
-        _ => None,
-    }
+/// A [`CheckedArithmetic`] program being compiled: its steps and the operands they read.
+#[derive(Default)]
+struct Program {
+    steps: Vec<Step>,
+    operands: Vec<Expr>,
 }
 
-/// Appends `expr`'s operations in `integer` to `program` (operands first, so the program
-/// runs on a stack), and the expressions it reads to `operands`.
-fn compile(
-    expr: Expr,
-    integer: &DataType,
-    schema: &DFSchema,
-    program: &mut Vec<Step>,
-    operands: &mut Vec<Expr>,
-) {
-    if arithmetic_type(&expr, schema).as_ref() != Some(integer) {
-        program.push(Step::Operand);
-        operands.push(expr);
-        return;
+impl Program {
+    fn mark(&self) -> (usize, usize) {
+        (self.steps.len(), self.operands.len())
     }
-    match expr {
-        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            compile(*left, integer, schema, program, operands);
-            compile(*right, integer, schema, program, operands);
-            if let Some(operation) = checked_operation(op) {
-                program.push(operation);
+
+    /// Appends `expr`: its operations if it is `+`, `-`, `*` or negation over integers of one
+    /// type (operands first, so the program runs on a stack), otherwise the whole of it as one
+    /// operand. Returns the integer type it computes in, if it has one. Each type is computed
+    /// once, bottom-up: asking each node for its type would walk its subtree again.
+    fn compile(&mut self, expr: Expr, schema: &DFSchema) -> Option<DataType> {
+        let start = self.mark();
+        match expr {
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) if checked_operation(op).is_some() => {
+                let left_type = self.compile(*left, schema);
+                let middle = self.mark();
+                let right_type = self.compile(*right, schema);
+                match (left_type, right_type, checked_operation(op)) {
+                    (Some(left), Some(right), Some(step)) if left == right => {
+                        self.steps.push(step);
+                        Some(left)
+                    }
+                    _ => self.not_checked(start, Some(middle), op, schema),
+                }
+            }
+            Expr::Negative(operand) => match self.compile(*operand, schema) {
+                Some(integer) => {
+                    self.steps.push(Step::Negate);
+                    Some(integer)
+                }
+                None => self.not_checked(start, None, Operator::Minus, schema),
+            },
+            other => self.operand(other, schema),
+        }
+    }
+
+    /// Replaces what was compiled from `start` on by one operand: the binary operation `op` of
+    /// the parts before and after `middle`, or without one, the negation of what was compiled.
+    /// (Apart from `compile`, whose frame every level of a deep expression stacks.)
+    #[inline(never)]
+    fn not_checked(
+        &mut self,
+        start: (usize, usize),
+        middle: Option<(usize, usize)>,
+        op: Operator,
+        schema: &DFSchema,
+    ) -> Option<DataType> {
+        let expr = match middle {
+            Some(middle) => {
+                let right = self.take_from(middle);
+                let left = self.take_from(start);
+                Expr::BinaryExpr(BinaryExpr::new(Box::new(left), op, Box::new(right)))
+            }
+            None => Expr::Negative(Box::new(self.take_from(start))),
+        };
+        self.operand(expr, schema)
+    }
+
+    fn operand(&mut self, expr: Expr, schema: &DFSchema) -> Option<DataType> {
+        let integer = integer_type(&expr, schema);
+        self.steps.push(Step::Operand);
+        self.operands.push(expr);
+        integer
+    }
+
+    /// Takes out what the program computes from `mark` on: the operand itself if it is only
+    /// one, otherwise a [`CheckedArithmetic`] call.
+    fn take_from(&mut self, (steps, operands): (usize, usize)) -> Expr {
+        let program: Vec<Step> = self.steps.drain(steps..).collect();
+        let mut operands: Vec<Expr> = self.operands.drain(operands..).collect();
+        if program == [Step::Operand] {
+            if let Some(operand) = operands.pop() {
+                return operand;
             }
         }
-        Expr::Negative(operand) => {
-            compile(*operand, integer, schema, program, operands);
-            program.push(Step::Negate);
-        }
-        other => {
-            program.push(Step::Operand);
-            operands.push(other);
-        }
+        let function = CheckedArithmetic {
+            program,
+            signature: Signature::any(operands.len(), Volatility::Immutable),
+        };
+        ScalarUDF::from(function).call(operands)
     }
 }
 
@@ -443,6 +488,10 @@ mod tests {
             ),
             ("SELECT 2147483647::int * 2::int", "integer out of range"),
             (
+                "SELECT DATE '2024-01-01' + (2147483647 + 1)",
+                "integer out of range",
+            ),
+            (
                 "SELECT -x FROM (SELECT CAST(-32768 AS SMALLINT) AS x) AS t",
                 "smallint out of range",
             ),
@@ -461,6 +510,13 @@ mod tests {
         );
         assert_eq!(run("SELECT -(3) * 4 + 1").await.unwrap(), "-11");
         assert_eq!(run("SELECT 10 - 2 * -(3 - 5) * 4").await.unwrap(), "-6");
+        assert_eq!(
+            run("SELECT DATE '2024-01-01' + (1 + 1) - -(-1)")
+                .await
+                .unwrap(),
+            "2024-01-02"
+        );
+        assert_eq!(run("SELECT -(1.5) * 2 + 1").await.unwrap(), "-2.0");
         assert_eq!(run("SELECT 1.5 + 1").await.unwrap(), "2.5");
     }
 

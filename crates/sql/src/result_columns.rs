@@ -280,7 +280,9 @@ mod tests {
             "SELECT substr(s, 2), substring(s FROM 2), trim(s), trim(LEADING ' ' FROM s), \
              position('a' IN s), extract(year FROM d), ceil(x), (ARRAY[1, 2])[1], a[1], \
              1::int, 'x'::varchar(3), 2::double precision, DATE '2024-01-01', \
-             INTERVAL '1 day', d AT TIME ZONE 'UTC' FROM t",
+             INTERVAL '1 day', d AT TIME ZONE 'UTC', 1::smallint, 1::real, true::boolean, \
+             '2020-01-01'::timestamptz, 'x'::char(2), '{1}'::int[], '1'::numeric(5,2), \
+             '12:00'::time, '1'::json FROM t",
         )
         .unwrap();
         let Statement::Query(query) = &mut statements[0] else {
@@ -294,7 +296,7 @@ mod tests {
             .projection
             .iter()
             .map(|item| match item {
-                SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                SelectItem::ExprWithAlias { alias, .. } => display_name(&alias.value).to_string(),
                 other => panic!("unnamed: {other}"),
             })
             .collect();
@@ -315,7 +317,16 @@ mod tests {
                 "float8",
                 "date",
                 "interval",
-                "timezone"
+                "timezone",
+                "int2",
+                "float4",
+                "bool",
+                "timestamptz",
+                "bpchar",
+                "int4",
+                "numeric",
+                "time",
+                "json"
             ]
         );
     }

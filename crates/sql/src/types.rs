@@ -97,30 +97,21 @@ pub fn arrow_type(declared: &ast::DataType) -> Result<DataType, SqlError> {
 }
 
 /// PostgreSQL's internal name of a SQL type (`pg_type.typname`: `int4` for `integer`,
-/// `varchar` for `varchar(3)`), which names a cast literal's result column.
+/// `varchar` for `varchar(3)`), which names a cast literal's result column: the name of the
+/// type a column declared so reports, an array named after its element, `char(n)` (stored as
+/// text) as PostgreSQL names it.
 pub fn postgres_type_name(declared: &ast::DataType) -> String {
     use ast::DataType as T;
     match declared {
-        T::Boolean | T::Bool => "bool",
-        T::SmallInt(_) | T::Int2(_) => "int2",
-        T::Int(_) | T::Integer(_) | T::Int4(_) => "int4",
-        T::BigInt(_) | T::Int8(_) => "int8",
-        T::Real | T::Float4 => "float4",
-        T::Float(ExactNumberInfo::Precision(p)) if *p <= 24 => "float4",
-        T::Double(_) | T::DoublePrecision | T::Float8 | T::Float(_) => "float8",
-        T::Numeric(_) | T::Decimal(_) | T::Dec(_) => "numeric",
-        T::Varchar(_) | T::CharacterVarying(_) | T::CharVarying(_) => "varchar",
-        T::Char(_) | T::Character(_) => "bpchar",
-        T::Time(_, _) => "time",
-        T::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => "timestamp",
-        T::Timestamp(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => "timestamptz",
-        T::Interval { .. } => "interval",
         T::Array(
             ArrayElemTypeDef::SquareBracket(inner, _) | ArrayElemTypeDef::AngleBracket(inner),
-        ) => return postgres_type_name(inner),
-        other => return other.to_string().to_lowercase(),
+        ) => postgres_type_name(inner),
+        T::Char(_) | T::Character(_) => "bpchar".into(),
+        _ => match column_field("", declared, true) {
+            Ok(field) => repr::pg_type::pg_type_of_field(&field).name.into(),
+            Err(_) => declared.to_string().to_lowercase(),
+        },
     }
-    .into()
 }
 
 fn decimal(info: &ExactNumberInfo) -> Result<DataType, SqlError> {
