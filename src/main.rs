@@ -25,6 +25,10 @@ struct Args {
     /// Directory holding the catalog and the durable log.
     #[arg(long, default_value = "fluxion-data")]
     data_dir: PathBuf,
+    /// The most clients connected at once; the next is refused (53300), as PostgreSQL's
+    /// `max_connections`.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
     /// Dataflow worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -80,14 +84,17 @@ async fn run(args: Args) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.http_listen))?;
     tracing::info!(data_dir = %args.data_dir.display(), workers, "starting");
-    let coord = Coordinator::open(CoordConfig {
+    let opening = Coordinator::open(CoordConfig {
         data_dir: args.data_dir.clone(),
         workers,
         checkpoint_after_rows: args.checkpoint_after_rows,
         retain_history_ms: args.retain_history_ms,
-    })
-    .await
-    .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
+    });
+    // Clients that connect while the log is replayed are told the server is starting.
+    let (listener, opened) = server::refuse_while_starting(listener, opening)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let coord = opened.map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
     tracing::info!(listen = %args.listen, "accepting Postgres connections");
     tracing::info!(listen = %args.http_listen, "accepting HTTP requests (webhooks)");
     let (stopping, stop) = tokio::sync::watch::channel(false);
@@ -99,7 +106,8 @@ async fn run(args: Args) -> Result<(), String> {
             let _ = stop.wait_for(|stopping| *stopping).await;
         },
     ));
-    server::serve(listener, coord.clone(), shutdown_signal()).await;
+    let max_connections = args.max_connections as usize;
+    server::serve(listener, coord.clone(), max_connections, shutdown_signal()).await;
     tracing::info!("shutting down");
     let _ = stopping.send(true);
     let _ = http.await;

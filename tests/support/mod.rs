@@ -24,6 +24,15 @@ pub struct TestServer {
     _temp: Option<tempfile::TempDir>,
 }
 
+/// How far a starting server must have got before the harness hands it to a test.
+#[derive(Clone, Copy, Debug)]
+enum Readiness {
+    /// It holds its ports (it may still be recovering).
+    Listening,
+    /// It has recovered and serves clients.
+    Serving,
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -46,15 +55,26 @@ impl TestServer {
         Self::start_with_args(data_dir, &[])
     }
 
-    /// Starts a server on `data_dir` with extra command-line arguments.
+    /// Starts a server on `data_dir` with extra command-line arguments, and waits until it
+    /// serves clients (it has recovered).
     ///
     /// Ports are picked free, but another process may take one before the server binds it;
     /// a server that exits because its port is taken is started again on other ports.
     pub fn start_with_args(data_dir: &Path, extra_args: &[&str]) -> Self {
+        Self::start_until(data_dir, extra_args, Readiness::Serving)
+    }
+
+    /// Starts a server on `data_dir` and returns as soon as it listens, perhaps while it
+    /// still recovers (clients are then refused with 57P03).
+    pub fn start_listening(data_dir: &Path, extra_args: &[&str]) -> Self {
+        Self::start_until(data_dir, extra_args, Readiness::Listening)
+    }
+
+    fn start_until(data_dir: &Path, extra_args: &[&str], readiness: Readiness) -> Self {
         const ATTEMPTS: usize = 5;
         for _ in 0..ATTEMPTS {
             let mut server = Self::spawn(data_dir, extra_args);
-            match server.wait_until_ready() {
+            match server.wait_until(readiness) {
                 Ok(()) => return server,
                 Err(exited) if server.log_tail(5).contains("Address already in use") => {
                     eprintln!("fluxion exited ({exited}): a port was taken; trying other ports");
@@ -86,7 +106,8 @@ impl TestServer {
             .args(extra_args)
             .env(
                 "RUST_LOG",
-                // The harness reads the server's own "starting" line (see `wait_until_ready`).
+                // The harness reads the server's own "starting" and "accepting Postgres
+                // connections" lines (see `wait_until`).
                 format!(
                     "{},fluxion=info",
                     std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())
@@ -105,18 +126,22 @@ impl TestServer {
         }
     }
 
-    /// Waits until the server accepts connections; `Err` with its exit status if it exits
-    /// first. Panics, with its log and its threads' stacks, if it does neither in 120 s.
+    /// Waits until the server is as ready as `readiness` says; `Err` with its exit status
+    /// if it exits first. Panics, with its log and its threads' stacks, if it does neither
+    /// in 300 s.
     ///
     /// A port that answers is not enough: another test's server may have taken it between
     /// `free_port` and this server's bind (this server then exits). The server logs
-    /// "starting" only once it holds both its ports.
-    fn wait_until_ready(&mut self) -> Result<(), std::process::ExitStatus> {
-        let deadline = Instant::now() + Duration::from_secs(120);
+    /// "starting" only once it holds both its ports, and "accepting Postgres connections"
+    /// once it has recovered.
+    fn wait_until(&mut self, readiness: Readiness) -> Result<(), std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(300);
         while Instant::now() < deadline {
-            if self.holds_its_ports()
-                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-            {
+            let ready = match readiness {
+                Readiness::Listening => self.log_says(" fluxion: starting "),
+                Readiness::Serving => self.log_says("accepting Postgres connections"),
+            };
+            if ready && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return Ok(());
             }
             if let Some(child) = &mut self.child {
@@ -128,7 +153,7 @@ impl TestServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!(
-            "fluxion did not start listening on port {} within 120 s\n\
+            "fluxion did not get {readiness:?} on port {} within 300 s\n\
              --- last lines of its log ---\n{}\n--- its threads ---\n{}",
             self.port,
             self.log_tail(60),
@@ -136,10 +161,9 @@ impl TestServer {
         );
     }
 
-    /// Whether the server's log says it bound its ports.
-    fn holds_its_ports(&self) -> bool {
-        std::fs::read_to_string(self.log_path())
-            .is_ok_and(|log| log.contains(" fluxion: starting "))
+    /// Whether the server's log has `line`.
+    fn log_says(&self, line: &str) -> bool {
+        std::fs::read_to_string(self.log_path()).is_ok_and(|log| log.contains(line))
     }
 
     /// The path of the server's log (stderr), beside its data directory.

@@ -17,11 +17,11 @@ use crate::error::CoordError;
 use crate::generic_plans::GenericPlan;
 use crate::in_flight::InFlightCommits;
 use crate::response::ExecuteResponse;
-use crate::session::{Session, STATEMENT_TIMEOUT};
-use crate::statement_timeout;
+use crate::session::Session;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
 use crate::table_watermarks::TableWatermarks;
+use crate::timeouts::{self, STATEMENT_TIMEOUT};
 use crate::timestamps::{ReadHolds, TimestampOracle};
 use crate::write::{InsertRows, RowSearch, WriteStatement};
 use crate::write_conflicts::RecentWrites;
@@ -154,14 +154,17 @@ impl Coordinator {
     }
 
     /// A new session for `user`, whose connection the client knows as `backend_pid`, with
-    /// the settings the client's startup message asked for.
+    /// the settings the client's startup message asked for, among the server's `backends`.
     pub fn new_session(
         &self,
         user: &str,
         backend_pid: i32,
         startup: &[(String, String)],
+        backends: Arc<dyn system_catalog::Backends>,
     ) -> Session {
-        Session::new(user, backend_pid, startup)
+        let mut session = Session::new(user, backend_pid, startup);
+        session.backends = Some(backends);
+        session
     }
 
     /// Stops the sources and the compute workers.
@@ -210,8 +213,8 @@ impl Coordinator {
         session.check_not_failed(statement)?;
         let limit = session
             .variable(STATEMENT_TIMEOUT)
-            .and_then(statement_timeout::parse)
-            .filter(|limit| !limit.is_zero() && statement_timeout::applies_to(statement));
+            .and_then(timeouts::parse)
+            .filter(|limit| !limit.is_zero() && timeouts::applies_to(statement));
         let result = match limit {
             Some(limit) => tokio::time::timeout(limit, self.run(session, execution))
                 .await

@@ -37,12 +37,12 @@ mod session;
 mod show;
 mod sinks;
 mod sources;
-mod statement_timeout;
 mod streams;
 mod subscribe;
 mod system_status;
 mod table_rows;
 mod table_watermarks;
+mod timeouts;
 mod timestamps;
 mod transactional_ddl;
 mod transactions;
@@ -57,6 +57,8 @@ pub use generic_plans::GenericPlan;
 pub use response::ExecuteResponse;
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
 pub use sources::{WebhookError, WebhookReceipt};
+pub use system_catalog::{BackendActivity, Backends};
+pub use timeouts::IdleTimeout;
 
 /// The ParameterStatus values a new session of `user` reports, given the settings its
 /// client's startup message asked for.

@@ -186,6 +186,7 @@ fn session_info(session: &Session) -> SessionInfo {
         settings: session.variables.clone(),
         backend_pid: session.backend_pid(),
         changed_settings: Arc::new(Mutex::new(Vec::new())),
+        backends: session.backends.clone(),
     }
 }
 

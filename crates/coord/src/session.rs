@@ -1,7 +1,7 @@
 //! A client session: its transaction, settings, and the notices it has yet to receive.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use repr::{Diff, GlobalId, Row, Timestamp};
 
@@ -99,6 +99,9 @@ pub struct Session {
     pub(crate) planning_state: Mutex<Option<PlanningState>>,
     /// Generic plans of the session's simple queries that pin keys, by shape.
     pub(crate) shape_plans: ShapePlans,
+    /// The server's backends, for `pg_stat_activity` and the functions that signal them
+    /// (none for a session no client connected).
+    pub(crate) backends: Option<Arc<dyn system_catalog::Backends>>,
 }
 
 /// A setting's value as Postgres stores it: `DateStyle = ISO` is `ISO, MDY`.
@@ -154,9 +157,6 @@ pub(crate) const TRANSACTION_ISOLATION: &str = "transaction_isolation";
 /// The isolation level of transactions that do not name one.
 pub(crate) const DEFAULT_TRANSACTION_ISOLATION: &str = "default_transaction_isolation";
 
-/// How long a query or a write may run (see `statement_timeout`).
-pub(crate) const STATEMENT_TIMEOUT: &str = "statement_timeout";
-
 /// The isolation levels PostgreSQL accepts, in its words.
 pub(crate) const ISOLATION_LEVELS: &[&str] = &[
     "serializable",
@@ -172,9 +172,12 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("datestyle", "ISO, MDY"),
     ("default_transaction_isolation", "serializable"),
     ("extra_float_digits", "3"),
+    ("idle_in_transaction_session_timeout", "0"),
+    ("idle_session_timeout", "0"),
     ("integer_datetimes", "on"),
     ("intervalstyle", "postgres"),
     ("is_superuser", "on"),
+    ("max_connections", "100"),
     ("max_identifier_length", "63"),
     ("search_path", "\"$user\", public"),
     ("server_encoding", "UTF8"),
@@ -204,6 +207,7 @@ impl Session {
             backend_pid,
             planning_state: Mutex::new(None),
             shape_plans: ShapePlans::default(),
+            backends: None,
         };
         for (name, value) in startup {
             let name = name.to_lowercase();

@@ -14,9 +14,9 @@ use crate::postgres_settings::is_known_setting;
 use crate::response::ExecuteResponse;
 use crate::session::{
     reported_spelling, Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS,
-    STATEMENT_TIMEOUT, TRANSACTION_ISOLATION,
+    TRANSACTION_ISOLATION,
 };
-use crate::statement_timeout;
+use crate::timeouts::{self, TIMEOUT_SETTINGS};
 
 /// A response of text columns.
 pub(crate) fn text_rows(columns: &[&str], rows: Vec<Vec<String>>) -> ExecuteResponse {
@@ -110,14 +110,14 @@ impl Coordinator {
                     DEFAULT_TRANSACTION_ISOLATION => {
                         set_isolation(session, isolation_level(&name, &value)?, true)
                     }
-                    STATEMENT_TIMEOUT => {
-                        let limit = statement_timeout::parse(&value).ok_or_else(|| {
+                    timeout if TIMEOUT_SETTINGS.contains(&timeout) => {
+                        let limit = timeouts::parse(&value).ok_or_else(|| {
                             CoordError::InvalidParameterValue {
                                 name: name.clone(),
                                 value: value.clone(),
                             }
                         })?;
-                        session.set_variable(&name, statement_timeout::display(limit))
+                        session.set_variable(timeout, timeouts::display(limit))
                     }
                     _ => session.set_variable(&name, value),
                 }

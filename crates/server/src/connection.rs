@@ -33,6 +33,7 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
+use crate::backends::{BackendRegistry, Registration};
 use crate::held_replies::HeldReplies;
 use crate::params::{is_binary, parameter_text};
 use crate::rows::{data_rows, field_infos, parameter_field_of, wire_type};
@@ -45,6 +46,8 @@ use repr::pg_type::pg_type_of_field;
 /// generic plan its executions share.
 #[derive(Clone, Debug)]
 pub(crate) struct Prepared {
+    /// The statement's text, as `pg_stat_activity` shows it while it runs.
+    sql: Arc<str>,
     statement: Statement,
     desc: StatementDesc,
     plan: Arc<GenericPlan>,
@@ -53,6 +56,7 @@ pub(crate) struct Prepared {
 /// The state of one connection, shared by its handlers.
 pub(crate) struct Connection {
     coord: Arc<Coordinator>,
+    backends: Arc<BackendRegistry>,
     session: Arc<tokio::sync::Mutex<Option<Session>>>,
     copy_data: Mutex<Vec<u8>>,
     parser: Arc<StatementParser>,
@@ -70,6 +74,15 @@ impl Connection {
         simple_query::wire_status(status)
     }
 
+    /// How long the session may wait for the client's next statement, if it has a limit.
+    pub async fn idle_timeout(&self) -> Option<coord::IdleTimeout> {
+        self.session
+            .lock()
+            .await
+            .as_ref()
+            .and_then(Session::idle_timeout)
+    }
+
     /// Ends the connection's session: a transaction block it left open is rolled back.
     pub async fn close(&self) {
         let session = self.session.lock().await.take();
@@ -78,14 +91,16 @@ impl Connection {
         }
     }
 
-    pub fn new(coord: Arc<Coordinator>) -> Self {
+    pub fn new(coord: Arc<Coordinator>, backends: Arc<BackendRegistry>) -> Self {
         let session = Arc::new(tokio::sync::Mutex::new(None));
         Self {
             parser: Arc::new(StatementParser {
                 coord: coord.clone(),
+                backends: backends.clone(),
                 session: session.clone(),
             }),
             coord,
+            backends,
             session,
             copy_data: Mutex::new(Vec::new()),
         }
@@ -95,16 +110,23 @@ impl Connection {
 /// Locks the session, creating it for the connected user on first use.
 async fn lock_session<'a, C: ClientInfo>(
     coord: &Coordinator,
+    backends: &Arc<BackendRegistry>,
     session: &'a tokio::sync::Mutex<Option<Session>>,
     client: &C,
 ) -> tokio::sync::MappedMutexGuard<'a, Session> {
     let mut guard = session.lock().await;
     if guard.is_none() {
         let backend_pid = client.pid_and_secret_key().0;
+        let mut settings = crate::startup::startup_settings(client);
+        settings.push((
+            "max_connections".into(),
+            backends.max_connections().to_string(),
+        ));
         *guard = Some(coord.new_session(
             &crate::startup::user_of(client),
             backend_pid,
-            &crate::startup::startup_settings(client),
+            &settings,
+            backends.clone(),
         ));
     }
     tokio::sync::MutexGuard::map(guard, |s| {
@@ -255,22 +277,14 @@ impl SimpleQueryHandler for Connection {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let cancel = simple_query::cancel_receiver(client).await;
-        let (outcomes, cancel) = {
-            let running = Box::pin(self.run_statements(client, &query.query));
-            match cancel {
-                Some(cancel) => match select(running, cancel).await {
-                    Either::Left((outcomes, cancel)) => (outcomes?, Some(cancel)),
-                    Either::Right(_) => return Err(PgWireError::QueryCanceled),
-                },
-                None => (running.await?, None),
-            }
-        };
-        let copy_started = simple_query::send_responses(client, outcomes.responses).await?;
-        if let Some((subscription, delivery)) = outcomes.subscription {
-            stream_subscription(client, subscription, delivery, cancel).await?;
+        let backend = crate::startup::registration_of(client);
+        if let Some(registration) = &backend {
+            registration.backend().statement_started(&query.query);
         }
+        let answered = self.answer_query(client, &query.query).await;
         let status = self.transaction_status().await;
+        self.note_statement_finished(backend.as_deref()).await;
+        let copy_started = answered?;
         simple_query::finish_query(client, copy_started, status).await
     }
 
@@ -294,6 +308,51 @@ impl SimpleQueryHandler for Connection {
 }
 
 impl Connection {
+    /// Runs the statements of one Query message and sends their responses (and the rows of
+    /// a subscription one starts, until the client cancels it); whether a COPY FROM STDIN
+    /// started. The statements stop at the client's cancel request (57014).
+    async fn answer_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<bool>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cancel = simple_query::cancel_receiver(client).await;
+        let (outcomes, cancel) = {
+            let running = Box::pin(self.run_statements(client, query));
+            match cancel {
+                Some(cancel) => match select(running, cancel).await {
+                    Either::Left((outcomes, cancel)) => (outcomes?, Some(cancel)),
+                    Either::Right(_) => return Err(PgWireError::QueryCanceled),
+                },
+                None => (running.await?, None),
+            }
+        };
+        let copy_started = simple_query::send_responses(client, outcomes.responses).await?;
+        if let Some((subscription, delivery)) = outcomes.subscription {
+            stream_subscription(client, subscription, delivery, cancel).await?;
+        }
+        Ok(copy_started)
+    }
+
+    /// Notes in the connection's backend (`pg_stat_activity`) that its statement ended.
+    async fn note_statement_finished(&self, registration: Option<&Registration>) {
+        let Some(registration) = registration else {
+            return;
+        };
+        let (status, application_name) = match self.session.lock().await.as_ref() {
+            Some(session) => (
+                session.transaction_status(),
+                session.variable("application_name").map(str::to_string),
+            ),
+            None => (coord::TransactionStatus::Idle, None),
+        };
+        registration
+            .backend()
+            .statement_finished(status, application_name);
+    }
+
     /// Runs the statements of one Query message, stopping after an error or after a
     /// statement that starts a subscription (which runs until the client stops it).
     async fn run_statements<C>(&self, client: &mut C, query: &str) -> PgWireResult<Outcomes>
@@ -313,7 +372,7 @@ impl Connection {
             outcomes.responses.push(Response::EmptyQuery);
             return Ok(outcomes);
         }
-        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         session.notice_truncations(&truncations);
         for statement in statements {
             let effect = statement.transaction_effect();
@@ -358,7 +417,8 @@ impl Connection {
         let cancel = simple_query::cancel_receiver(client).await;
         let statement = portal.statement.statement.statement.clone();
         let result = {
-            let mut session = lock_session(&self.coord, &self.session, client).await;
+            let mut session =
+                lock_session(&self.coord, &self.backends, &self.session, client).await;
             let result = self.coord.execute(&mut session, statement).await;
             send_session_messages(client, &mut session).await?;
             result
@@ -378,6 +438,7 @@ impl Connection {
 /// Parses and describes statements for the extended protocol.
 pub(crate) struct StatementParser {
     coord: Arc<Coordinator>,
+    backends: Arc<BackendRegistry>,
     session: Arc<tokio::sync::Mutex<Option<Session>>>,
 }
 
@@ -398,7 +459,7 @@ impl QueryParser for StatementParser {
             coord::parse_noting_truncations(sql).map_err(|e| to_pgwire(&e.into()))?;
         if !truncations.is_empty() {
             // Sent with the statement's next messages: a Parse answers nothing else.
-            lock_session(&self.coord, &self.session, client)
+            lock_session(&self.coord, &self.backends, &self.session, client)
                 .await
                 .notice_truncations(&truncations);
         }
@@ -415,7 +476,7 @@ impl QueryParser for StatementParser {
             .iter()
             .map(|t| t.as_ref().and_then(parameter_field_of))
             .collect();
-        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         // An error while parsing fails the transaction block, as one while executing does.
         let desc = match self
             .coord
@@ -429,6 +490,7 @@ impl QueryParser for StatementParser {
             }
         };
         Ok(Some(Prepared {
+            sql: sql.into(),
             statement,
             desc,
             plan: Arc::default(),
@@ -530,16 +592,22 @@ impl ExtendedQueryHandler for Connection {
     {
         message.max_rows = rows_per_execute(message.max_rows);
         let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let streamed = match client.portal_store().get_portal(portal_name) {
-            Some(Entry::Value(portal)) if portal.statement.statement.statement.is_streamed() => {
-                Some(portal)
-            }
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => Some(portal),
             _ => None,
         };
-        match streamed {
-            Some(portal) => self.execute_streamed(client, &portal).await?,
-            None => self._on_execute(&mut HeldReplies(client), message).await?,
+        let backend = crate::startup::registration_of(client);
+        if let (Some(registration), Some(portal)) = (&backend, &portal) {
+            registration
+                .backend()
+                .statement_started(&portal.statement.statement.sql);
         }
+        let executed = match portal.filter(|p| p.statement.statement.statement.is_streamed()) {
+            Some(portal) => self.execute_streamed(client, &portal).await,
+            None => self._on_execute(&mut HeldReplies(client), message).await,
+        };
+        self.note_statement_finished(backend.as_deref()).await;
+        executed?;
         // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
         // block); ReadyForQuery at Sync reports it.
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
@@ -560,7 +628,7 @@ impl ExtendedQueryHandler for Connection {
         if message.target_type == TARGET_TYPE_BYTE_PORTAL {
             let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
             if client.portal_store().get_portal(name).is_none() {
-                let cursor = lock_session(&self.coord, &self.session, client)
+                let cursor = lock_session(&self.coord, &self.backends, &self.session, client)
                     .await
                     .cursor_schema(name);
                 if let Some(schema) = cursor {
@@ -672,7 +740,7 @@ impl ExtendedQueryHandler for Connection {
             values.push((value, field.data_type().clone()));
         }
         let effect = prepared.statement.transaction_effect();
-        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         let result = self
             .coord
             .execute_prepared(&mut session, &prepared.statement, &prepared.plan, &values)
@@ -706,7 +774,7 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let data = std::mem::take(&mut *self.copy_data.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         let result = self.coord.finish_copy(&mut session, &data).await;
         if result.is_err() {
             session.fail_transaction();
@@ -729,7 +797,7 @@ impl CopyHandler for Connection {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        let mut session = lock_session(&self.coord, &self.session, client).await;
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         session.abandon_copy();
         PgWireError::UserError(Box::new(ErrorInfo::new(
             "ERROR".into(),

@@ -1,13 +1,16 @@
 //! The server: Postgres wire protocol in front of the coordinator.
 //!
 //! Accepts connections, runs startup (trust authentication, ParameterStatus, BackendKeyData),
-//! then hands simple-query, extended-query and COPY messages of each connection to its
-//! [`connection::Connection`]. Arrow results become DataRows in text or binary format;
+//! registers each client's backend ([`backends`]: `pg_stat_activity`, cancel and terminate,
+//! `max_connections`), then hands simple-query, extended-query and COPY messages of each
+//! connection to its [`connection::Connection`]. While the coordinator recovers, clients are
+//! told so ([`refuse_while_starting`]). Arrow results become DataRows in text or binary format;
 //! coordinator errors become ErrorResponses with their SQLSTATE (chosen in [`sqlstate`]).
 //! A subscription's rows are streamed and flushed as its times close ([`subscribe`]).
 //! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
+mod backends;
 mod connection;
 mod copy_out;
 mod frame_check;
@@ -18,6 +21,7 @@ mod params;
 mod rows;
 mod simple_query;
 mod sqlstate;
+mod starting;
 mod startup;
 mod subscribe;
 mod values;
@@ -27,12 +31,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use coord::Coordinator;
-use pgwire::api::cancel::DefaultCancelHandler;
-use pgwire::api::ConnectionManager;
 use tokio::net::TcpListener;
 
 pub use http::serve_http;
+pub use starting::refuse_while_starting;
 
+use backends::BackendRegistry;
 use connection::Connection;
 use startup::TrustStartup;
 
@@ -40,7 +44,7 @@ use startup::TrustStartup;
 struct ConnectionHandlers {
     connection: Arc<Connection>,
     startup: Arc<TrustStartup>,
-    cancel: Arc<DefaultCancelHandler>,
+    backends: Arc<BackendRegistry>,
 }
 
 /// Binds the Postgres listener.
@@ -48,15 +52,16 @@ pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(address).await
 }
 
-/// Serves Postgres connections on `listener` until `shutdown` completes.
+/// Serves Postgres connections on `listener`, at most `max_connections` at once, until
+/// `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     coord: Arc<Coordinator>,
+    max_connections: usize,
     shutdown: impl Future<Output = ()>,
 ) {
-    let connections = Arc::new(ConnectionManager::new());
-    let startup = Arc::new(TrustStartup::new(connections.clone()));
-    let cancel = Arc::new(DefaultCancelHandler::new(connections));
+    let backends = BackendRegistry::new(max_connections);
+    let startup = Arc::new(TrustStartup::new(backends.clone()));
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -70,11 +75,11 @@ pub async fn serve(
                 continue;
             }
         };
-        let connection = Arc::new(Connection::new(coord.clone()));
+        let connection = Arc::new(Connection::new(coord.clone(), backends.clone()));
         let handlers = ConnectionHandlers {
             connection: connection.clone(),
             startup: startup.clone(),
-            cancel: cancel.clone(),
+            backends: backends.clone(),
         };
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection opened");

@@ -4,25 +4,51 @@
 //! decoder panics on a Parse or Bind whose counts overrun the message. Here messages are
 //! checked before they are decoded ([`crate::frame_check`]), and a malformed one is answered
 //! as PostgreSQL answers it, with a FATAL 08P01 ErrorResponse, before the connection closes.
+//! The loop also ends a connection the server ends: one `pg_terminate_backend` names (57P01,
+//! stopping the statement it runs), or one idle past `idle_in_transaction_session_timeout`
+//! (25P03) or `idle_session_timeout` (57P05).
 
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+use coord::IdleTimeout;
 use futures::{FutureExt, SinkExt, StreamExt};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::ErrorInfo;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
+use pgwire::tokio::server::{
+    negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
+};
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, FramedParts};
 
+use crate::backends::Registration;
 use crate::connection::Prepared;
 use crate::frame_check::{CheckedStream, Rejection};
 use crate::ConnectionHandlers;
 
 /// How long a client has to complete its startup, as in pgwire's own loop.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A client's connection after SSL negotiation, its messages checked before pgwire decodes
+/// them.
+pub(crate) type ClientSocket = Framed<CheckedStream<MaybeTls>, PgWireMessageServerCodec<Prepared>>;
+
+/// Answers the client's SSLRequest, if it sends one (no TLS: it goes on in the clear), and
+/// frames the connection; `None` if the client left. A message the checks reject is noted
+/// in the returned [`Rejection`].
+pub(crate) async fn negotiate(socket: TcpStream) -> io::Result<Option<(ClientSocket, Rejection)>> {
+    let Some(negotiated) = negotiate_tls::<Prepared>(socket, None).await? else {
+        return Ok(None);
+    };
+    let rejection = Rejection::default();
+    let parts = negotiated.into_parts();
+    let checked = CheckedStream::new(parts.io, parts.read_buf, rejection.clone());
+    let mut checked_parts = FramedParts::new(checked, parts.codec);
+    checked_parts.write_buf = parts.write_buf;
+    Ok(Some((Framed::from_parts(checked_parts), rejection)))
+}
 
 /// Runs the connection on `socket` until the client leaves, a FATAL error ends it, or it
 /// sends a message that cannot be decoded.
@@ -34,31 +60,35 @@ pub(crate) async fn process_socket(
     tokio::pin!(startup_timeout);
     let negotiated = tokio::select! {
         () = &mut startup_timeout => return Ok(()),
-        negotiated = negotiate_tls::<Prepared>(socket, None) => negotiated?,
+        negotiated = negotiate(socket) => negotiated?,
     };
-    let Some(negotiated) = negotiated else {
+    let Some((mut socket, rejection)) = negotiated else {
         return Ok(());
     };
-    let rejection = Rejection::default();
-    let parts = negotiated.into_parts();
-    let checked = CheckedStream::new(parts.io, parts.read_buf, rejection.clone());
-    let mut checked_parts = FramedParts::new(checked, parts.codec);
-    checked_parts.write_buf = parts.write_buf;
-    let mut socket = Framed::from_parts(checked_parts);
     loop {
         let starting = matches!(
             socket.state(),
             PgWireConnectionState::AwaitingStartup
                 | PgWireConnectionState::AuthenticationInProgress
         );
+        let registration = crate::startup::registration_of(&socket);
+        let idle_timeout = match socket.state() {
+            PgWireConnectionState::ReadyForQuery => handlers.connection.idle_timeout().await,
+            _ => None,
+        };
         let next = AssertUnwindSafe(socket.next()).catch_unwind();
-        let decoded = if starting {
-            tokio::select! {
-                () = &mut startup_timeout => break,
-                decoded = next => decoded,
+        let waited = tokio::select! {
+            () = &mut startup_timeout, if starting => break,
+            () = terminated(registration.as_deref()) => Waited::Ended(Ending::Terminated),
+            timeout = idle(idle_timeout) => Waited::Ended(Ending::Idle(timeout)),
+            decoded = next => Waited::Message(decoded),
+        };
+        let decoded = match waited {
+            Waited::Message(decoded) => decoded,
+            Waited::Ended(ending) => {
+                end_with(&mut socket, ending.code(), ending.message()).await;
+                break;
             }
-        } else {
-            next.await
         };
         let message = match decoded {
             Ok(Some(Ok(message))) => message,
@@ -91,16 +121,25 @@ pub(crate) async fn process_socket(
         };
         // A CancelRequest comes on a connection of its own, which it ends.
         let is_cancel_request = matches!(message, PgWireFrontendMessage::CancelRequest(_));
-        let processed = process_message(
+        let processing = process_message(
             message,
             &mut socket,
             handlers.startup.clone(),
             handlers.connection.clone(),
             handlers.connection.clone(),
             handlers.connection.clone(),
-            handlers.cancel.clone(),
-        )
-        .await;
+            handlers.backends.clone(),
+        );
+        // Ending the connection stops the statement it runs.
+        let processed = tokio::select! {
+            processed = processing => Some(processed),
+            () = terminated(registration.as_deref()) => None,
+        };
+        let Some(processed) = processed else {
+            let ending = Ending::Terminated;
+            end_with(&mut socket, ending.code(), ending.message()).await;
+            break;
+        };
         if let Err(error) = processed {
             let is_fatal = error.is_fatal();
             process_error(&mut socket, error, is_extended_query).await?;
@@ -115,16 +154,79 @@ pub(crate) async fn process_socket(
     Ok(())
 }
 
+/// What waiting for the client's next message ended with.
+enum Waited<M> {
+    Message(M),
+    Ended(Ending),
+}
+
+/// Why the server ends a connection its client did not end.
+enum Ending {
+    /// `pg_terminate_backend`.
+    Terminated,
+    /// The client left its session idle for longer than it allows.
+    Idle(IdleTimeout),
+}
+
+impl Ending {
+    fn code(&self) -> &'static str {
+        match self {
+            Ending::Terminated => "57P01",
+            Ending::Idle(IdleTimeout::InTransaction(_)) => "25P03",
+            Ending::Idle(IdleTimeout::Session(_)) => "57P05",
+        }
+    }
+
+    fn message(&self) -> &'static str {
+        match self {
+            Ending::Terminated => "terminating connection due to administrator command",
+            Ending::Idle(IdleTimeout::InTransaction(_)) => {
+                "terminating connection due to idle-in-transaction timeout"
+            }
+            Ending::Idle(IdleTimeout::Session(_)) => {
+                "terminating connection due to idle-session timeout"
+            }
+        }
+    }
+}
+
+/// Completes when the backend is told to end (never without one).
+async fn terminated(registration: Option<&Registration>) {
+    match registration {
+        Some(registration) => registration.backend().terminated().cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Completes, with `timeout`, when its limit has passed (never without one).
+async fn idle(timeout: Option<IdleTimeout>) -> IdleTimeout {
+    match timeout {
+        Some(timeout) => {
+            tokio::time::sleep(timeout.limit()).await;
+            timeout
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// Tells the client its message was malformed; the connection closes after it.
 async fn reject<S>(socket: &mut S, message: &str)
 where
     S: futures::Sink<PgWireBackendMessage> + Unpin,
 {
-    let error = ErrorInfo::new("FATAL".into(), "08P01".into(), message.into());
     tracing::debug!(
         message,
         "closing a connection that sent a malformed message"
     );
+    end_with(socket, "08P01", message).await;
+}
+
+/// Tells the client why its connection ends (a FATAL error); it closes after it.
+pub(crate) async fn end_with<S>(socket: &mut S, code: &str, message: &str)
+where
+    S: futures::Sink<PgWireBackendMessage> + Unpin,
+{
+    let error = ErrorInfo::new("FATAL".into(), code.into(), message.into());
     let _ = socket
         .send(PgWireBackendMessage::ErrorResponse(error.into()))
         .await;

@@ -14,6 +14,7 @@
 //! [`SystemStatus`]; the coordinator implements both and registers [`SystemSchemas`] and
 //! [`register_functions`] in its DataFusion sessions.
 
+mod backends;
 mod builtin_functions;
 mod builtin_rows;
 mod catalog_input;
@@ -34,6 +35,7 @@ mod source_errors;
 mod status;
 mod types;
 
+pub use backends::{BackendActivity, Backends};
 pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails};
 pub use late_events::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 pub use oids::item_oid;

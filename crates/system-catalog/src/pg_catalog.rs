@@ -7,6 +7,8 @@
 //! sequences, inheritance, policies …) are empty, with all their columns, so that a client's
 //! joins against them plan and return nothing.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use datafusion::arrow::array::RecordBatch;
 use datafusion::error::Result;
 
@@ -790,25 +792,47 @@ fn pg_stat_indexes(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Record
 
 fn pg_stat_activity(_: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_stat_activity");
-    out.push(&[
-        ("datid", DATABASE_OID.into()),
-        ("datname", sql::session::DATABASE.into()),
-        ("pid", session.backend_pid.into()),
-        ("usesysid", ROLE_OID.into()),
-        ("usename", session.user.as_str().into()),
-        (
-            "application_name",
-            session
-                .settings
-                .get("application_name")
-                .cloned()
-                .unwrap_or_default()
-                .into(),
-        ),
-        ("state", "active".into()),
-        ("backend_type", "client backend".into()),
-    ]);
+    let Some(backends) = &session.backends else {
+        return out.into_batch();
+    };
+    for backend in backends.activity() {
+        out.push(&[
+            ("datid", DATABASE_OID.into()),
+            ("datname", sql::session::DATABASE.into()),
+            ("pid", backend.pid.into()),
+            ("usesysid", ROLE_OID.into()),
+            ("usename", backend.user.into()),
+            ("application_name", backend.application_name.into()),
+            (
+                "client_addr",
+                backend.client.map(|a| a.ip().to_string()).into(),
+            ),
+            (
+                "client_port",
+                backend.client.map(|a| i32::from(a.port())).into(),
+            ),
+            ("backend_start", timestamp(backend.backend_start)),
+            (
+                "xact_start",
+                backend.transaction_start.map(timestamp).into(),
+            ),
+            ("query_start", backend.query_start.map(timestamp).into()),
+            ("state_change", timestamp(backend.state_change)),
+            ("state", backend.state.into()),
+            ("query", backend.query.into()),
+            ("backend_type", "client backend".into()),
+        ]);
+    }
     out.into_batch()
+}
+
+/// `time` as a `timestamptz` column holds it: microseconds since the Unix epoch.
+fn timestamp(time: SystemTime) -> Value {
+    let micros = match time.duration_since(UNIX_EPOCH) {
+        Ok(since) => i64::try_from(since.as_micros()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_micros()).unwrap_or(i64::MAX),
+    };
+    Value::Int(micros)
 }
 
 #[cfg(test)]

@@ -261,6 +261,9 @@ fn append(builder: &mut dyn ArrayBuilder, data_type: &DataType, value: &Value) -
             downcast::<BinaryBuilder>(builder)?.append_value(t.as_bytes())
         }
         (DataType::Binary, Value::Null) => downcast::<BinaryBuilder>(builder)?.append_null(),
+        (DataType::Timestamp(..), Value::Int(micros)) => {
+            downcast::<TimestampMicrosecondBuilder>(builder)?.append_value(*micros)
+        }
         (DataType::Timestamp(..), Value::Null) => {
             downcast::<TimestampMicrosecondBuilder>(builder)?.append_null()
         }

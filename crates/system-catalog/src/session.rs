@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::backends::Backends;
 use crate::catalog_input::CatalogInput;
 use crate::{is_system_schema, pg_catalog, PG_CATALOG};
 
@@ -19,6 +20,8 @@ pub struct SessionInfo {
     pub backend_pid: i32,
     /// Settings changed by `set_config` during the query, to apply to the session after it.
     pub changed_settings: Arc<Mutex<Vec<(String, String)>>>,
+    /// The server's backends (none for a session no client connected).
+    pub backends: Option<Arc<dyn Backends>>,
 }
 
 impl SessionInfo {

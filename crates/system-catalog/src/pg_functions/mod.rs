@@ -9,6 +9,7 @@
 //! data is small, and clarity beats vectorization here.
 
 mod arrays;
+mod backend_signals;
 mod catalog_info;
 mod keywords;
 mod options_to_table;
@@ -60,6 +61,7 @@ pub fn register_functions(
     let mut functions = Vec::new();
     functions.extend(catalog_info::functions(&env));
     functions.extend(session_functions::functions(&env));
+    functions.extend(backend_signals::functions(&env));
     functions.extend(reg_types::functions(&env));
     functions.extend(arrays::functions());
     functions.extend(text_functions::functions());
