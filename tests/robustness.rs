@@ -416,6 +416,41 @@ async fn deeply_nested_statements_are_54001_and_the_server_stays_up() {
     assert_eq!(sums, [900, 1800]);
 }
 
+/// A select list is bounded as in PostgreSQL (1,664 entries, 54011), so a Parse of
+/// `SELECT $1, …, $70000` is refused at once instead of planning for minutes while it holds
+/// up other sessions; the widest allowed list runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wide_select_lists_are_54011_at_once() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    let parameters: Vec<String> = (1..=70_000).map(|n| format!("${n}")).collect();
+    let started = std::time::Instant::now();
+    let error = client
+        .prepare(&format!("SELECT {}", parameters.join(", ")))
+        .await
+        .expect_err("too wide");
+    assert_eq!(error.code(), Some(&SqlState::TOO_MANY_COLUMNS), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused after {:?}",
+        started.elapsed()
+    );
+    let ones = vec!["1"; 1665].join(", ");
+    assert_eq!(
+        code_of(&client, &format!("SELECT {ones}")).await,
+        SqlState::TOO_MANY_COLUMNS
+    );
+    let widest = client
+        .simple_query(&format!("SELECT {}", vec!["1"; 1664].join(", ")))
+        .await
+        .expect("1,664 columns");
+    let columns = widest.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.len()),
+        _ => None,
+    });
+    assert_eq!(columns, Some(1664));
+}
+
 /// An Execute's row limit of 0 or less means every row, as in PostgreSQL, and a huge one
 /// reserves nothing; a binary array parameter that claims more elements than it holds is an
 /// error. Neither drops the connection.

@@ -70,6 +70,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
         SqlError::InvalidStatement(_) => "42000",
         SqlError::StackDepthExceeded(_) => "54001",
+        SqlError::TooManyColumns(_) => "54011",
         SqlError::Internal(_) => "XX000",
     }
 }

@@ -92,9 +92,12 @@ pub enum SqlError {
     /// The statement is wrong in some other way (bad argument, misuse).
     #[error("{0}")]
     InvalidStatement(String),
-    /// The statement nests too deeply to be walked (see [`crate::parse::nesting`]).
+    /// The statement nests too deeply to be walked (see [`crate::parse::bounds`]).
     #[error("stack depth limit exceeded: {0}")]
     StackDepthExceeded(String),
+    /// A select list has more entries than PostgreSQL allows (see [`crate::parse::bounds`]).
+    #[error("{0}")]
+    TooManyColumns(String),
     /// An invariant broke inside the SQL front end.
     #[error("internal error: {0}")]
     Internal(String),

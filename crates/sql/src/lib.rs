@@ -56,7 +56,7 @@ pub use error::SqlError;
 pub use key_parameters::KeyParameters;
 pub use lower::lower;
 pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
-pub use parse::nesting::STATEMENT_STACK_BYTES;
+pub use parse::bounds::STATEMENT_STACK_BYTES;
 pub use parse::{
     parse, parse_noting_truncations, parse_object_name, TruncatedIdentifier, MAX_IDENTIFIER_BYTES,
 };

@@ -7,8 +7,8 @@
 //! accept (see [`crate::literals`]).
 
 mod asof;
+pub(crate) mod bounds;
 mod emit;
-pub(crate) mod nesting;
 pub(crate) mod options;
 mod table_watermark;
 
@@ -130,12 +130,12 @@ pub fn parse_noting_truncations(
                 Statement::CreateTableFromSource(*create)
             }
             Some(SourceStatement::Sql(statement)) => {
-                let mut statement = nesting::check_nesting(*statement)?;
+                let mut statement = bounds::check_bounds(*statement)?;
                 normalize_literals(&mut statement);
                 Statement::from_sql(statement)
             }
             None => {
-                let mut statement = nesting::check_nesting(parser.parse_statement()?)?;
+                let mut statement = bounds::check_bounds(parser.parse_statement()?)?;
                 normalize_literals(&mut statement);
                 let emits = emit_clauses
                     .iter()

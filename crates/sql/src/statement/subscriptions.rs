@@ -325,7 +325,7 @@ fn parse_subscribe(parser: &mut Parser) -> Result<Subscribe, ParserError> {
     let _ = parser.parse_keyword(Keyword::TO);
     let target = if parser.consume_token(&Token::LParen) {
         // Too deep a query is reported as sqlparser's own recursion limit (54001).
-        let query = crate::parse::nesting::check_query_nesting(parser.parse_query()?)
+        let query = crate::parse::bounds::check_query_bounds(parser.parse_query()?)
             .map_err(|_| ParserError::RecursionLimitExceeded)?;
         parser.expect_token(&Token::RParen)?;
         SubscribeTarget::Query(Query::new(*query))

@@ -1,4 +1,5 @@
-//! A bound on how deeply a statement nests, checked right after parsing.
+//! Bounds on a statement's shape, checked right after parsing: how deeply it nests, and how
+//! many columns a select list has.
 //!
 //! Everything after the parser walks a statement recursively: cloning, printing, rewriting,
 //! planning, lowering and evaluating it. A flat chain such as `1+1+…+1` or `a OR b OR …`
@@ -11,6 +12,11 @@
 //! operations (fewer than PostgreSQL runs: each level of a chain costs several kilobytes of
 //! stack in the walks after parsing), before anything else walks the statement.
 //!
+//! A select list is bounded as PostgreSQL bounds it: at most [`MAX_TARGET_LIST_ENTRIES`]
+//! entries (54011, `target lists can have at most 1664 entries`). Planning a select list costs
+//! time quadratic in its length (DataFusion compares each column's name with every earlier
+//! one), so a statement of tens of thousands of columns would otherwise plan for minutes.
+//!
 //! A refused statement is taken apart bottom-up before it is dropped ([`dismantle`]): dropping
 //! a deep tree recurses as deeply as the tree is deep. The walks here are sqlparser's visitor,
 //! which grows its stack on the heap as it goes deeper (its `recursive-protection` feature), and
@@ -19,7 +25,7 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, Expr, Query, SetExpr, Statement, Value, Values, Visit, VisitMut,
+    visit_expressions_mut, Expr, Query, Select, SetExpr, Statement, Value, Values, Visit, VisitMut,
     Visitor, VisitorMut,
 };
 
@@ -31,15 +37,18 @@ pub const MAX_EXPRESSION_DEPTH: usize = 1000;
 /// The longest chain of set operations (`UNION`, `INTERSECT`, `EXCEPT`) one query may have.
 pub const MAX_SET_OPERATIONS: usize = 1000;
 
+/// The most entries a select list may have, as in PostgreSQL.
+pub const MAX_TARGET_LIST_ENTRIES: usize = 1664;
+
 /// The stack a thread needs to walk a statement within these bounds (parse, plan, lower,
 /// evaluate), with room to spare in a debug build: every thread that handles statements or
 /// runs dataflows gets at least this much.
 pub const STATEMENT_STACK_BYTES: usize = 32 << 20;
 
-/// `statement` if it nests within the bounds; otherwise a 54001 error, `statement` having
-/// been taken apart so that dropping it cannot overflow the stack.
-pub(crate) fn check_nesting(mut statement: Statement) -> Result<Statement, SqlError> {
-    let mut measure = Depths::default();
+/// `statement` if it keeps within the bounds; otherwise a 54001 or 54011 error, `statement`
+/// having been taken apart so that dropping it cannot overflow the stack.
+pub(crate) fn check_bounds(mut statement: Statement) -> Result<Statement, SqlError> {
+    let mut measure = Measure::default();
     if let ControlFlow::Break(error) = statement.visit(&mut measure) {
         dismantle(&mut statement);
         return Err(error);
@@ -47,10 +56,10 @@ pub(crate) fn check_nesting(mut statement: Statement) -> Result<Statement, SqlEr
     Ok(statement)
 }
 
-/// `query` if it nests within the bounds (see [`check_nesting`]): for statements of Fluxion's
+/// `query` if it keeps within the bounds (see [`check_bounds`]): for statements of Fluxion's
 /// own that hold a query (`SUBSCRIBE TO (…)`).
-pub(crate) fn check_query_nesting(query: Box<Query>) -> Result<Box<Query>, SqlError> {
-    match check_nesting(Statement::Query(query))? {
+pub(crate) fn check_query_bounds(query: Box<Query>) -> Result<Box<Query>, SqlError> {
+    match check_bounds(Statement::Query(query))? {
         Statement::Query(query) => Ok(query),
         _ => Err(SqlError::Internal(
             "a query came back as another statement".into(),
@@ -61,11 +70,11 @@ pub(crate) fn check_query_nesting(query: Box<Query>) -> Result<Box<Query>, SqlEr
 /// Walks a statement keeping the current expression depth, and stops at the first bound
 /// crossed.
 #[derive(Default)]
-struct Depths {
+struct Measure {
     expression_depth: usize,
 }
 
-impl Visitor for Depths {
+impl Visitor for Measure {
     type Break = SqlError;
 
     fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<SqlError> {
@@ -74,6 +83,11 @@ impl Visitor for Depths {
         if operations > MAX_SET_OPERATIONS {
             return ControlFlow::Break(SqlError::StackDepthExceeded(format!(
                 "a query chains more than {MAX_SET_OPERATIONS} set operations"
+            )));
+        }
+        if widest_select_list(&query.body) > MAX_TARGET_LIST_ENTRIES {
+            return ControlFlow::Break(SqlError::TooManyColumns(format!(
+                "target lists can have at most {MAX_TARGET_LIST_ENTRIES} entries"
             )));
         }
         ControlFlow::Continue(())
@@ -94,7 +108,7 @@ impl Visitor for Depths {
     }
 }
 
-impl Depths {
+impl Measure {
     fn enter(&mut self) -> ControlFlow<SqlError> {
         self.expression_depth += 1;
         if self.expression_depth > MAX_EXPRESSION_DEPTH {
@@ -122,6 +136,29 @@ fn set_operation_depth(body: &SetExpr) -> usize {
         }
     }
     deepest
+}
+
+/// The most entries a select list of `body`'s own (not of its subqueries) has, counted with
+/// a loop.
+fn widest_select_list(body: &SetExpr) -> usize {
+    let mut widest = 0;
+    let mut pending = vec![body];
+    while let Some(node) = pending.pop() {
+        match node {
+            SetExpr::Select(select) => widest = widest.max(select_list_entries(select)),
+            SetExpr::SetOperation { left, right, .. } => {
+                pending.push(left);
+                pending.push(right);
+            }
+            SetExpr::Query(query) => pending.push(&query.body),
+            _ => {}
+        }
+    }
+    widest
+}
+
+fn select_list_entries(select: &Select) -> usize {
+    select.projection.len()
 }
 
 /// Takes `statement` apart bottom-up, leaving nothing deep to drop: every expression becomes
@@ -177,7 +214,7 @@ mod tests {
         let statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
             .unwrap()
             .remove(0);
-        check_nesting(statement)
+        check_bounds(statement)
     }
 
     fn chain(term: &str, operator: &str, terms: usize) -> String {
@@ -202,6 +239,29 @@ mod tests {
         ] {
             let error = checked(&sql).unwrap_err();
             assert!(matches!(error, SqlError::StackDepthExceeded(_)), "{error}");
+        }
+    }
+
+    #[test]
+    fn select_lists_are_bounded_as_in_postgres() {
+        let widest = format!("SELECT {}", chain("1", ", ", MAX_TARGET_LIST_ENTRIES));
+        assert!(checked(&widest).is_ok());
+        for sql in [
+            format!("SELECT {}", chain("1", ", ", MAX_TARGET_LIST_ENTRIES + 1)),
+            format!(
+                "SELECT 1 UNION SELECT {}",
+                chain("$1", ", ", MAX_TARGET_LIST_ENTRIES + 1)
+            ),
+            format!(
+                "SELECT * FROM (SELECT {}) AS t",
+                chain("1", ", ", MAX_TARGET_LIST_ENTRIES + 1)
+            ),
+        ] {
+            let error = checked(&sql).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "target lists can have at most 1664 entries"
+            );
         }
     }
 }
