@@ -29,6 +29,11 @@ struct Args {
     /// `max_connections`.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// The most memory one query may use, in MiB (its operators' state and the rows it
+    /// returns); a query that needs more fails with 53200. Default: a quarter of the
+    /// machine's memory.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_query_memory: Option<u64>,
     /// Dataflow worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -89,6 +94,11 @@ async fn run(args: Args) -> Result<(), String> {
         workers,
         checkpoint_after_rows: args.checkpoint_after_rows,
         retain_history_ms: args.retain_history_ms,
+        max_query_memory: args
+            .max_query_memory
+            .map_or_else(default_query_memory, |mib| mib << 20)
+            .try_into()
+            .unwrap_or(usize::MAX),
     });
     // Clients that connect while the log is replayed are told the server is starting.
     let (listener, opened) = server::refuse_while_starting(listener, opening)
@@ -113,6 +123,25 @@ async fn run(args: Args) -> Result<(), String> {
     let _ = http.await;
     coord.shutdown();
     Ok(())
+}
+
+/// A quarter of the machine's memory (`MemTotal` in `/proc/meminfo`), or 1 GiB where that
+/// cannot be read.
+fn default_query_memory() -> u64 {
+    let total_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+        });
+    total_kib.map_or(1 << 30, |kib| kib * 1024 / 4)
 }
 
 /// Completes on SIGINT or SIGTERM.

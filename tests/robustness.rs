@@ -451,6 +451,55 @@ async fn wide_select_lists_are_54011_at_once() {
     assert_eq!(columns, Some(1664));
 }
 
+/// A query that needs more memory than `--max-query-memory` fails with 53200 instead of
+/// taking the server down: the rows of a large cross join or of a join that multiplies rows
+/// (built whole before they are sent) are counted; a query that streams through as many rows
+/// to a small result runs; the server and another session go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_past_their_memory_limit_are_53200() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start_with_args(temp.path(), &["--max-query-memory", "32"]);
+    let client = server.connect().await;
+    let other = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE a (k BIGINT, s TEXT); \
+             INSERT INTO a SELECT value, repeat('x', 40) FROM generate_series(1, 3000) AS g(value)",
+        )
+        .await
+        .expect("setup");
+    for sql in [
+        "SELECT * FROM a AS x, a AS y",
+        "SELECT x.k, y.s FROM a AS x JOIN a AS y ON x.k % 3 = y.k % 3",
+    ] {
+        let error = client.simple_query(sql).await.expect_err(sql);
+        assert_eq!(
+            error.code(),
+            Some(&SqlState::OUT_OF_MEMORY),
+            "{sql}: {error}"
+        );
+        let message = error.as_db_error().map(|e| e.message().to_string());
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("out of memory")),
+            "{message:?}"
+        );
+    }
+    let pairs: i64 = client
+        .query_one("SELECT count(*) FROM a AS x, a AS y", &[])
+        .await
+        .expect("a count streams through the same rows")
+        .get(0);
+    assert_eq!(pairs, 9_000_000);
+    let rows: i64 = other
+        .query_one("SELECT count(*) FROM a", &[])
+        .await
+        .expect("another session goes on")
+        .get(0);
+    assert_eq!(rows, 3000);
+}
+
 /// An Execute's row limit of 0 or less means every row, as in PostgreSQL, and a huge one
 /// reserves nothing; a binary array parameter that claims more elements than it holds is an
 /// error. Neither drops the connection.

@@ -16,6 +16,7 @@ use crate::commit::CommitEffects;
 use crate::error::CoordError;
 use crate::generic_plans::GenericPlan;
 use crate::in_flight::InFlightCommits;
+use crate::query_memory::QueryMemoryLimit;
 use crate::response::ExecuteResponse;
 use crate::session::Session;
 use crate::system_status::RunningSystem;
@@ -37,6 +38,8 @@ pub struct CoordConfig {
     pub checkpoint_after_rows: u64,
     /// How long (ms of the timeline) past states stay readable in the arrangements.
     pub retain_history_ms: u64,
+    /// The most memory one query may use, in bytes (see `query_memory`).
+    pub max_query_memory: usize,
 }
 
 /// The coordinator. Shared by all sessions.
@@ -100,7 +103,7 @@ impl Coordinator {
             "subscription",
         ));
         let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
-        let base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
+        let mut base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             RunningSystem {
                 catalog: catalog.clone(),
@@ -111,6 +114,9 @@ impl Coordinator {
                 sinks: sinks.clone(),
             },
         )));
+        base_state
+            .config_mut()
+            .set_extension(Arc::new(QueryMemoryLimit(config.max_query_memory)));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
         let coordinator = Arc::new(Self {

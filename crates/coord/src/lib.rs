@@ -30,6 +30,7 @@ mod in_flight;
 mod name_resolution;
 mod postgres_settings;
 mod query_context;
+mod query_memory;
 mod read;
 mod recovery;
 mod response;

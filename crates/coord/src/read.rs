@@ -26,6 +26,7 @@ use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::query_memory;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::write_conflicts::ReadSet;
@@ -222,9 +223,9 @@ async fn on_a_thread_of_its_own<T: Send + 'static>(
         .map_err(|_| CoordError::Internal("the query's thread ended without a result".into()))
 }
 
-/// Plans and runs a query. The physical plan (which peeks the snapshots) is built here; the
-/// execution runs on a thread of its own (see `on_a_thread_of_its_own`), so that the
-/// session stays responsive (a cancel request or a timeout is answered at once) while the
+/// Plans and runs a query, within the memory a query may use (see [`query_memory`]). The
+/// physical plan (which peeks the snapshots) is built here; the execution runs on a thread
+/// of its own (see `on_a_thread_of_its_own`), so that the session stays responsive (a cancel request or a timeout is answered at once) while the
 /// query computes; dropping the returned future stops the query at its next yield point. The
 /// schema is the executed plan's, so it is exactly the type of every returned column. A point
 /// query (one key of one relation) skips the optimizer and physical planner: see
@@ -239,11 +240,10 @@ pub(crate) async fn execute_plan(
     let state = sql::correlated_subqueries::state_for(state, &plan);
     let physical = state.create_physical_plan(&plan).await?;
     let schema = physical.schema();
-    let batches = on_a_thread_of_its_own(datafusion::physical_plan::collect(
-        physical,
-        state.task_ctx(),
-    ))
-    .await??;
+    let (task, limit) = query_memory::bounded_task(&state)?;
+    let batches = on_a_thread_of_its_own(query_memory::collect_counted(physical, task))
+        .await?
+        .map_err(|e| query_memory::query_error(e, limit))?;
     Ok((schema, batches))
 }
 

@@ -71,6 +71,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::InvalidStatement(_) => "42000",
         SqlError::StackDepthExceeded(_) => "54001",
         SqlError::TooManyColumns(_) => "54011",
+        SqlError::OutOfMemory(_) => "53200",
         SqlError::Internal(_) => "XX000",
     }
 }

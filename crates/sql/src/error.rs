@@ -95,6 +95,9 @@ pub enum SqlError {
     /// The statement nests too deeply to be walked (see [`crate::parse::bounds`]).
     #[error("stack depth limit exceeded: {0}")]
     StackDepthExceeded(String),
+    /// A query needed more memory than it may use.
+    #[error("{0}")]
+    OutOfMemory(String),
     /// A select list has more entries than PostgreSQL allows (see [`crate::parse::bounds`]).
     #[error("{0}")]
     TooManyColumns(String),
