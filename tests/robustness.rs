@@ -500,6 +500,68 @@ async fn queries_past_their_memory_limit_are_53200() {
     assert_eq!(rows, 3000);
 }
 
+/// Invalid UTF-8 in a query is refused with 22021 as PostgreSQL refuses it, over both
+/// protocols, instead of being read with the bad bytes replaced; the connection goes on, and
+/// a transaction block the statement was in is failed as any error fails it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_is_22021_and_the_connection_goes_on() {
+    use support::wire::{bind_body, execute_body, RawConnection};
+    let server = TestServer::start();
+    let mut raw = RawConnection::connect(server.port());
+    let status = |messages: &[support::wire::Message]| {
+        messages.last().map(|m| m.body.clone()).unwrap_or_default()
+    };
+    raw.send(b'Q', b"CREATE TABLE t (s TEXT)\0");
+    raw.read_until_ready();
+    raw.send(b'Q', b"INSERT INTO t VALUES ('caf\xc3(')\0");
+    let answered = raw.read_until_ready();
+    assert_eq!(answered[0].error_code().as_deref(), Some("22021"));
+    let message = String::from_utf8_lossy(&answered[0].body).into_owned();
+    assert!(
+        message.contains("invalid byte sequence for encoding \"UTF8\": 0xc3 0x28"),
+        "{message}"
+    );
+    assert_eq!(status(&answered), b"I");
+
+    // In a block, the error fails the block.
+    raw.send(b'Q', b"BEGIN\0");
+    raw.read_until_ready();
+    raw.send(b'Q', b"SELECT '\xff'\0");
+    let answered = raw.read_until_ready();
+    assert_eq!(answered[0].error_code().as_deref(), Some("22021"));
+    assert_eq!(status(&answered), b"E");
+    raw.send(b'Q', b"SELECT 1\0");
+    let answered = raw.read_until_ready();
+    assert_eq!(answered[0].error_code().as_deref(), Some("25P02"));
+    raw.send(b'Q', b"ROLLBACK\0");
+    raw.read_until_ready();
+
+    // Over the extended protocol the rest of the batch is skipped until Sync.
+    let mut parse = b"\0INSERT INTO t VALUES ('\xe2\x82')\0".to_vec();
+    parse.extend([0, 0]);
+    raw.send(b'P', &parse);
+    raw.send(b'B', &bind_body(&[]));
+    raw.send(b'E', &execute_body());
+    raw.send(b'S', b"");
+    let answered = raw.read_until_ready();
+    let kinds: Vec<u8> = answered.iter().map(|m| m.kind).collect();
+    assert_eq!(kinds, b"EZ");
+    assert_eq!(answered[0].error_code().as_deref(), Some("22021"));
+
+    raw.send(
+        b'Q',
+        b"INSERT INTO t VALUES ('caf\xc3\xa9'); SELECT s FROM t\0",
+    );
+    let answered = raw.read_until_ready();
+    assert!(answered.iter().all(|m| m.kind != b'E'));
+    let rows: Vec<&[u8]> = answered
+        .iter()
+        .filter(|m| m.kind == b'D')
+        .map(|m| &m.body[6..])
+        .collect();
+    assert_eq!(rows, [&b"caf\xc3\xa9"[..]]);
+}
+
 /// An Execute's row limit of 0 or less means every row, as in PostgreSQL, and a huge one
 /// reserves nothing; a binary array parameter that claims more elements than it holds is an
 /// error. Neither drops the connection.

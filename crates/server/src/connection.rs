@@ -83,6 +83,13 @@ impl Connection {
             .and_then(Session::idle_timeout)
     }
 
+    /// Fails the session's transaction block, if it is in one, as an error in it does.
+    pub async fn fail_transaction(&self) {
+        if let Some(session) = self.session.lock().await.as_mut() {
+            session.fail_transaction();
+        }
+    }
+
     /// Ends the connection's session: a transaction block it left open is rolled back.
     pub async fn close(&self) {
         let session = self.session.lock().await.take();

@@ -6,7 +6,9 @@
 //! [`CheckedStream`] sits between the socket and pgwire's decoder, reads whole messages, and
 //! lets through only those whose contents fit their length; at the first that does not, the
 //! stream ends there and [`Rejection`] says why, for the connection to answer with 08P01 as
-//! PostgreSQL does.
+//! PostgreSQL does. A message whose text (a query, a statement or portal name) is not valid
+//! UTF-8 passes, noted in [`InvalidText`], for the connection to answer it with 22021 as
+//! PostgreSQL does, where pgwire would read it with the bad bytes replaced.
 
 use std::io;
 use std::pin::Pin;
@@ -44,6 +46,28 @@ impl Rejection {
     }
 }
 
+/// The invalid UTF-8 in the text of the message a [`CheckedStream`] last passed on, as
+/// PostgreSQL shows it (`0xc3 0x28`), if it has any.
+///
+/// The stream checks a message only once the one before has been read whole, and pgwire's
+/// decoder reads only when it has no whole message left: when a message has been decoded,
+/// this describes that message.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InvalidText(Arc<Mutex<Option<String>>>);
+
+impl InvalidText {
+    /// The invalid bytes of the message last passed on, if it has any.
+    pub(crate) fn take(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|mut bytes| bytes.take())
+    }
+
+    fn note(&self, bytes: Option<String>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = bytes;
+        }
+    }
+}
+
 /// A client stream that passes on only messages whose contents fit their length.
 pub(crate) struct CheckedStream<S> {
     inner: S,
@@ -54,18 +78,25 @@ pub(crate) struct CheckedStream<S> {
     /// Whether the next message is the untyped startup message.
     awaiting_startup: bool,
     rejection: Rejection,
+    invalid_text: InvalidText,
 }
 
 impl<S> CheckedStream<S> {
     /// Checks the messages read from `inner`, after `buffered` (bytes already read from it),
     /// starting with the untyped startup message.
-    pub(crate) fn new(inner: S, buffered: BytesMut, rejection: Rejection) -> Self {
+    pub(crate) fn new(
+        inner: S,
+        buffered: BytesMut,
+        rejection: Rejection,
+        invalid_text: InvalidText,
+    ) -> Self {
         CheckedStream {
             inner,
             pending: buffered,
             checked: 0,
             awaiting_startup: true,
             rejection,
+            invalid_text,
         }
     }
 
@@ -94,6 +125,7 @@ impl<S> CheckedStream<S> {
                     kind as char
                 )));
             }
+            self.invalid_text.note(invalid_utf8(text_of(kind, body)));
         }
         self.awaiting_startup = false;
         Some(Ok(header + length))
@@ -177,6 +209,46 @@ fn contents_fit(kind: u8, body: &[u8]) -> bool {
     }
 }
 
+/// The part of a message of type `kind` that is text: a Query's query; a Parse's name and
+/// query; the names of a Bind, Execute, Describe or Close. (Bind values are read by their
+/// types' input functions.) The contents are known to fit.
+fn text_of(kind: u8, body: &[u8]) -> &[u8] {
+    let cstrings_from = |start: usize, count: usize| {
+        let mut reader = Reader(&body[start.min(body.len())..]);
+        for _ in 0..count {
+            reader.cstring();
+        }
+        let end = body.len() - reader.0.len();
+        &body[start.min(end)..end]
+    };
+    match kind {
+        b'Q' => body,
+        b'P' | b'B' => cstrings_from(0, 2),
+        b'E' => cstrings_from(0, 1),
+        b'D' | b'C' => cstrings_from(1, 1),
+        _ => &[],
+    }
+}
+
+/// The first invalid UTF-8 sequence in `text`, as PostgreSQL shows it: the bytes its first
+/// byte announces (`0xc3 0x28`), or that byte alone.
+fn invalid_utf8(text: &[u8]) -> Option<String> {
+    let error = std::str::from_utf8(text).err()?;
+    let rest = &text[error.valid_up_to()..];
+    let announced = match rest.first()? {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    };
+    let shown: Vec<String> = rest
+        .iter()
+        .take(announced)
+        .map(|b| format!("0x{b:02x}"))
+        .collect();
+    Some(shown.join(" "))
+}
+
 /// Reads the fields of a message body front to back, each only if it is there.
 struct Reader<'a>(&'a [u8]);
 
@@ -254,5 +326,31 @@ mod tests {
         assert!(!contents_fit(b'B', &lying));
         assert!(!contents_fit(b'E', b"\0\0"));
         assert!(contents_fit(b'Q', b"anything"));
+    }
+
+    #[test]
+    fn invalid_text_is_shown_as_postgres_shows_it() {
+        assert_eq!(invalid_utf8(text_of(b'Q', b"SELECT 'caf\xc3\xa9'\0")), None);
+        assert_eq!(
+            invalid_utf8(text_of(b'Q', b"SELECT '\xff'\0")),
+            Some("0xff".into())
+        );
+        assert_eq!(
+            invalid_utf8(text_of(b'Q', b"SELECT '\xc3('\0")),
+            Some("0xc3 0x28".into())
+        );
+        let mut parse = b"name\0SELECT '\xe2\x82'\0".to_vec();
+        parse.extend([0, 0]);
+        assert_eq!(
+            invalid_utf8(text_of(b'P', &parse)),
+            Some("0xe2 0x82 0x27".into())
+        );
+        // A Bind's values are not its text.
+        let mut bind = b"\0\0\0\0\0\x01".to_vec();
+        bind.extend(1i32.to_be_bytes());
+        bind.push(0xff);
+        bind.extend([0, 0]);
+        assert_eq!(invalid_utf8(text_of(b'B', &bind)), None);
+        assert_eq!(invalid_utf8(text_of(b'D', b"S\xff\0")), Some("0xff".into()));
     }
 }

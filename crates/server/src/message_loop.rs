@@ -15,7 +15,7 @@ use std::time::Duration;
 use coord::IdleTimeout;
 use futures::{FutureExt, SinkExt, StreamExt};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
-use pgwire::error::ErrorInfo;
+use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{
     negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
@@ -25,29 +25,43 @@ use tokio_util::codec::{Framed, FramedParts};
 
 use crate::backends::Registration;
 use crate::connection::Prepared;
-use crate::frame_check::{CheckedStream, Rejection};
+use crate::frame_check::{CheckedStream, InvalidText, Rejection};
 use crate::ConnectionHandlers;
 
 /// How long a client has to complete its startup, as in pgwire's own loop.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A client's connection after SSL negotiation, its messages checked before pgwire decodes
-/// them.
+/// them (see [`crate::frame_check`]).
 pub(crate) type ClientSocket = Framed<CheckedStream<MaybeTls>, PgWireMessageServerCodec<Prepared>>;
 
 /// Answers the client's SSLRequest, if it sends one (no TLS: it goes on in the clear), and
-/// frames the connection; `None` if the client left. A message the checks reject is noted
-/// in the returned [`Rejection`].
-pub(crate) async fn negotiate(socket: TcpStream) -> io::Result<Option<(ClientSocket, Rejection)>> {
+/// frames the connection; `None` if the client left. What the checks find is noted in the
+/// returned [`Checks`].
+pub(crate) async fn negotiate(socket: TcpStream) -> io::Result<Option<(ClientSocket, Checks)>> {
     let Some(negotiated) = negotiate_tls::<Prepared>(socket, None).await? else {
         return Ok(None);
     };
-    let rejection = Rejection::default();
+    let checks = Checks::default();
     let parts = negotiated.into_parts();
-    let checked = CheckedStream::new(parts.io, parts.read_buf, rejection.clone());
+    let checked = CheckedStream::new(
+        parts.io,
+        parts.read_buf,
+        checks.rejection.clone(),
+        checks.invalid_text.clone(),
+    );
     let mut checked_parts = FramedParts::new(checked, parts.codec);
     checked_parts.write_buf = parts.write_buf;
-    Ok(Some((Framed::from_parts(checked_parts), rejection)))
+    Ok(Some((Framed::from_parts(checked_parts), checks)))
+}
+
+/// What the checks of a connection's messages find.
+#[derive(Default)]
+pub(crate) struct Checks {
+    /// Why the connection's stream ended early, if it did.
+    rejection: Rejection,
+    /// Invalid UTF-8 in the text of the message last decoded.
+    invalid_text: InvalidText,
 }
 
 /// Runs the connection on `socket` until the client leaves, a FATAL error ends it, or it
@@ -62,7 +76,7 @@ pub(crate) async fn process_socket(
         () = &mut startup_timeout => return Ok(()),
         negotiated = negotiate(socket) => negotiated?,
     };
-    let Some((mut socket, rejection)) = negotiated else {
+    let Some((mut socket, checks)) = negotiated else {
         return Ok(());
     };
     loop {
@@ -93,7 +107,7 @@ pub(crate) async fn process_socket(
         let message = match decoded {
             Ok(Some(Ok(message))) => message,
             Ok(None) => {
-                if let Some(reason) = rejection.reason() {
+                if let Some(reason) = checks.rejection.reason() {
                     reject(&mut socket, &format!("invalid frontend message: {reason}")).await;
                 }
                 break;
@@ -119,6 +133,19 @@ pub(crate) async fn process_socket(
             PgWireConnectionState::CopyInProgress(is_extended_query) => is_extended_query,
             _ => message.is_extended_query(),
         };
+        // pgwire has read the text with the invalid bytes replaced: the statement is refused
+        // as PostgreSQL refuses it, and the connection goes on.
+        if let Some(bytes) = checks.invalid_text.take() {
+            handlers.connection.fail_transaction().await;
+            let error = ErrorInfo::new(
+                "ERROR".into(),
+                "22021".into(),
+                format!("invalid byte sequence for encoding \"UTF8\": {bytes}"),
+            );
+            let error = PgWireError::UserError(Box::new(error));
+            process_error(&mut socket, error, is_extended_query).await?;
+            continue;
+        }
         // A CancelRequest comes on a connection of its own, which it ends.
         let is_cancel_request = matches!(message, PgWireFrontendMessage::CancelRequest(_));
         let processing = process_message(

@@ -72,6 +72,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::StackDepthExceeded(_) => "54001",
         SqlError::TooManyColumns(_) => "54011",
         SqlError::OutOfMemory(_) => "53200",
+        SqlError::ProgramLimitExceeded(_) => "54000",
         SqlError::Internal(_) => "XX000",
     }
 }

@@ -95,6 +95,9 @@ pub enum SqlError {
     /// The statement nests too deeply to be walked (see [`crate::parse::bounds`]).
     #[error("stack depth limit exceeded: {0}")]
     StackDepthExceeded(String),
+    /// A value or a statement is larger than PostgreSQL allows.
+    #[error("{0}")]
+    ProgramLimitExceeded(String),
     /// A query needed more memory than it may use.
     #[error("{0}")]
     OutOfMemory(String),
@@ -164,7 +167,11 @@ fn classify_datafusion(e: DataFusionError) -> SqlError {
         }
         DataFusionError::Plan(message) => classify_message(message),
         DataFusionError::Execution(message) => classify_message(message),
-        DataFusionError::External(inner) => classify_message(&inner.to_string()),
+        // A function of Fluxion's own says what went wrong in SQL's terms.
+        DataFusionError::External(inner) => match inner.downcast_ref::<SqlError>() {
+            Some(error) => error.clone(),
+            None => classify_message(&inner.to_string()),
+        },
         other => classify_message(&other.to_string()),
     }
 }

@@ -48,6 +48,7 @@ mod session_windows;
 mod single_value;
 mod statement;
 mod temporal_filters;
+mod text_size_bound;
 mod types;
 
 pub use bind::parameter_value;

@@ -82,6 +82,10 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     // holds, and the alias would bring DataFusion's back under the name `to_char`.
     let _ = state.deregister_udf("to_char");
     let _ = state.register_udf(Arc::new(crate::postgres_to_char::to_char()));
+    // `repeat`, `lpad` and `rpad` refuse results past PostgreSQL's 1 GB bound on a value.
+    for function in crate::text_size_bound::bounded_text_functions() {
+        let _ = state.register_udf(Arc::new(function));
+    }
     // PostgreSQL spells `ceil` `ceiling` too.
     let ceiling = datafusion::functions::math::ceil()
         .as_ref()
