@@ -107,6 +107,9 @@ pub enum CoordError {
         /// The value refused.
         value: String,
     },
+    /// `SET` of a setting no session may change.
+    #[error("{0}")]
+    CannotChangeSetting(String),
     /// A read or subscription asked for a time whose history is no longer kept.
     #[error("{0}")]
     HistoryUnavailable(String),

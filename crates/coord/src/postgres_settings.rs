@@ -3,7 +3,9 @@
 //!
 //! `SET` of a name PostgreSQL knows is accepted (and kept for `SHOW`) even where Fluxion has no
 //! use for it, since clients send such settings when they connect; any other name is an
-//! error, as in PostgreSQL, unless it is a custom one (`prefix.name`).
+//! error, as in PostgreSQL, unless it is a custom one (`prefix.name`). Settings a session
+//! cannot change in PostgreSQL (fixed when it was built, or read when the server starts) are
+//! refused as PostgreSQL refuses them (55P02).
 
 /// Every setting PostgreSQL 15 has, in lower case, sorted.
 pub(crate) const POSTGRES_SETTINGS: &[&str] = &[
@@ -372,13 +374,121 @@ pub(crate) fn is_known_setting(name: &str) -> bool {
     name.contains('.') || POSTGRES_SETTINGS.binary_search(&name).is_ok()
 }
 
+/// The settings of PostgreSQL 15 fixed when the server was built (`pg_settings.context` is
+/// `internal`, and `is_superuser`), sorted: no session changes them.
+const FIXED_SETTINGS: &[&str] = &[
+    "block_size",
+    "data_checksums",
+    "data_directory_mode",
+    "debug_assertions",
+    "in_hot_standby",
+    "integer_datetimes",
+    "is_superuser",
+    "lc_collate",
+    "lc_ctype",
+    "max_function_args",
+    "max_identifier_length",
+    "max_index_keys",
+    "segment_size",
+    "server_encoding",
+    "server_version",
+    "server_version_num",
+    "shared_memory_size",
+    "shared_memory_size_in_huge_pages",
+    "ssl_library",
+    "wal_block_size",
+    "wal_segment_size",
+];
+
+/// The settings of PostgreSQL 15 read when the server starts (`pg_settings.context` is
+/// `postmaster`), sorted: changing one takes a restart.
+const RESTART_SETTINGS: &[&str] = &[
+    "archive_mode",
+    "autovacuum_freeze_max_age",
+    "autovacuum_max_workers",
+    "autovacuum_multixact_freeze_max_age",
+    "bonjour",
+    "bonjour_name",
+    "cluster_name",
+    "config_file",
+    "data_directory",
+    "data_sync_retry",
+    "dynamic_shared_memory_type",
+    "event_source",
+    "external_pid_file",
+    "hba_file",
+    "hot_standby",
+    "huge_page_size",
+    "huge_pages",
+    "ident_file",
+    "ignore_invalid_pages",
+    "jit_provider",
+    "listen_addresses",
+    "logging_collector",
+    "max_connections",
+    "max_files_per_process",
+    "max_locks_per_transaction",
+    "max_logical_replication_workers",
+    "max_pred_locks_per_transaction",
+    "max_prepared_transactions",
+    "max_replication_slots",
+    "max_wal_senders",
+    "max_worker_processes",
+    "min_dynamic_shared_memory",
+    "old_snapshot_threshold",
+    "port",
+    "recovery_target",
+    "recovery_target_action",
+    "recovery_target_inclusive",
+    "recovery_target_lsn",
+    "recovery_target_name",
+    "recovery_target_time",
+    "recovery_target_timeline",
+    "recovery_target_xid",
+    "shared_buffers",
+    "shared_memory_type",
+    "shared_preload_libraries",
+    "superuser_reserved_connections",
+    "track_activity_query_size",
+    "track_commit_timestamp",
+    "unix_socket_directories",
+    "unix_socket_group",
+    "unix_socket_permissions",
+    "wal_buffers",
+    "wal_decode_buffer_size",
+    "wal_level",
+    "wal_log_hints",
+];
+
+/// Why a session may not change setting `name`, if it may not: PostgreSQL's message.
+pub(crate) fn unchangeable(name: &str) -> Option<String> {
+    if FIXED_SETTINGS.binary_search(&name).is_ok() {
+        return Some(format!("parameter \"{name}\" cannot be changed"));
+    }
+    RESTART_SETTINGS
+        .binary_search(&name)
+        .is_ok()
+        .then(|| format!("parameter \"{name}\" cannot be changed without restarting the server"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_are_sorted_and_known_ones_found() {
-        assert!(POSTGRES_SETTINGS.windows(2).all(|w| w[0] < w[1]));
+        for names in [POSTGRES_SETTINGS, FIXED_SETTINGS, RESTART_SETTINGS] {
+            assert!(names.windows(2).all(|w| w[0] < w[1]));
+        }
+        assert_eq!(
+            unchangeable("max_connections").as_deref(),
+            Some("parameter \"max_connections\" cannot be changed without restarting the server")
+        );
+        assert_eq!(
+            unchangeable("server_version").as_deref(),
+            Some("parameter \"server_version\" cannot be changed")
+        );
+        assert_eq!(unchangeable("statement_timeout"), None);
         for name in [
             "timezone",
             "application_name",

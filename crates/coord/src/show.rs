@@ -10,7 +10,7 @@ use sql::{Explain, ObjectRef, Set, Show};
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;
 use crate::error::CoordError;
-use crate::postgres_settings::is_known_setting;
+use crate::postgres_settings::{is_known_setting, unchangeable};
 use crate::response::ExecuteResponse;
 use crate::session::{
     reported_spelling, Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS,
@@ -93,6 +93,9 @@ impl Coordinator {
             Set::Variable { name, value } => {
                 if !is_known_setting(&name) {
                     return Err(CoordError::unknown("configuration parameter", name));
+                }
+                if let Some(reason) = unchangeable(&name) {
+                    return Err(CoordError::CannotChangeSetting(reason));
                 }
                 let value = if value.eq_ignore_ascii_case("default") {
                     crate::session::DEFAULT_SETTINGS

@@ -134,8 +134,11 @@ pub(crate) async fn process_socket(
             _ => message.is_extended_query(),
         };
         // pgwire has read the text with the invalid bytes replaced: the statement is refused
-        // as PostgreSQL refuses it, and the connection goes on.
-        if let Some(bytes) = checks.invalid_text.take() {
+        // as PostgreSQL refuses it, and the connection goes on (after an error in a batch,
+        // the rest of the batch up to Sync is skipped as it is).
+        let invalid_text = checks.invalid_text.take();
+        let skipping = matches!(socket.state(), PgWireConnectionState::AwaitingSync);
+        if let Some(bytes) = invalid_text.filter(|_| !skipping) {
             handlers.connection.fail_transaction().await;
             let error = ErrorInfo::new(
                 "ERROR".into(),

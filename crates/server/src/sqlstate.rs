@@ -25,6 +25,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::Storage(_) => "58030",
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",
+        CoordError::CannotChangeSetting(_) => "55P02",
         CoordError::StatementTimeout => "57014",
         CoordError::SubscriberTooSlow { .. } => "53400",
     }
