@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use coord::{BackendActivity, Backends, TransactionStatus};
+use coord::{BackendActivity, Backends, IdleTimeout, TransactionStatus};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::ConnectionHandle;
 use pgwire::messages::cancel::CancelRequest;
@@ -116,6 +116,7 @@ impl BackendRegistry {
                 transaction_start: None,
                 state_change: now,
                 application_name: start.application_name,
+                idle_timeout: None,
             }),
             statement: Arc::new(ConnectionHandle::new()),
             terminated: CancellationToken::new(),
@@ -204,6 +205,8 @@ struct Activity {
     transaction_start: Option<SystemTime>,
     state_change: SystemTime,
     application_name: String,
+    /// How long the session may now wait for its client's next statement.
+    idle_timeout: Option<IdleTimeout>,
 }
 
 /// The states `pg_stat_activity` shows.
@@ -248,9 +251,20 @@ impl Backend {
         activity.state_change = now;
     }
 
+    /// How long the session may wait for its client's next statement, as its last statement
+    /// left it.
+    pub fn idle_timeout(&self) -> Option<IdleTimeout> {
+        self.lock_activity().idle_timeout
+    }
+
     /// Notes that the running statement ended, leaving the session in `status`, with
-    /// `application_name` as it now is.
-    pub fn statement_finished(&self, status: TransactionStatus, application_name: Option<String>) {
+    /// `application_name` and the idle timeout that applies as they now are.
+    pub fn statement_finished(
+        &self,
+        status: TransactionStatus,
+        application_name: Option<String>,
+        idle_timeout: Option<IdleTimeout>,
+    ) {
         let now = SystemTime::now();
         let mut activity = self.lock_activity();
         activity.state = match status {
@@ -265,6 +279,7 @@ impl Backend {
         if let Some(name) = application_name {
             activity.application_name = name;
         }
+        activity.idle_timeout = idle_timeout;
     }
 
     fn activity(&self) -> BackendActivity {
@@ -335,15 +350,15 @@ mod tests {
         let [row] = registry.activity().try_into().expect("one backend");
         assert_eq!((row.state, row.query.as_str()), ("active", "BEGIN"));
         let began = row.transaction_start.expect("a transaction started");
-        backend.statement_finished(TransactionStatus::InBlock, None);
+        backend.statement_finished(TransactionStatus::InBlock, None, None);
         backend.statement_started("SELECT 1");
-        backend.statement_finished(TransactionStatus::Failed, Some("psql".into()));
+        backend.statement_finished(TransactionStatus::Failed, Some("psql".into()), None);
         let [row] = registry.activity().try_into().expect("one backend");
         assert_eq!(row.state, "idle in transaction (aborted)");
         assert_eq!(row.transaction_start, Some(began));
         assert_eq!(row.application_name, "psql");
         backend.statement_started("ROLLBACK");
-        backend.statement_finished(TransactionStatus::Idle, None);
+        backend.statement_finished(TransactionStatus::Idle, None, None);
         let [row] = registry.activity().try_into().expect("one backend");
         assert_eq!((row.state, row.transaction_start), ("idle", None));
         drop(registration);

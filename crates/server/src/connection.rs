@@ -63,26 +63,6 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// The ReadyForQuery status of this connection's session.
-    async fn transaction_status(&self) -> pgwire::messages::response::TransactionStatus {
-        let status = self
-            .session
-            .lock()
-            .await
-            .as_ref()
-            .map_or(coord::TransactionStatus::Idle, Session::transaction_status);
-        simple_query::wire_status(status)
-    }
-
-    /// How long the session may wait for the client's next statement, if it has a limit.
-    pub async fn idle_timeout(&self) -> Option<coord::IdleTimeout> {
-        self.session
-            .lock()
-            .await
-            .as_ref()
-            .and_then(Session::idle_timeout)
-    }
-
     /// Fails the session's transaction block, if it is in one, as an error in it does.
     pub async fn fail_transaction(&self) {
         if let Some(session) = self.session.lock().await.as_mut() {
@@ -289,8 +269,7 @@ impl SimpleQueryHandler for Connection {
             registration.backend().statement_started(&query.query);
         }
         let answered = self.answer_query(client, &query.query).await;
-        let status = self.transaction_status().await;
-        self.note_statement_finished(backend.as_deref()).await;
+        let status = simple_query::wire_status(self.finish_statement(backend.as_deref()).await);
         let copy_started = answered?;
         simple_query::finish_query(client, copy_started, status).await
     }
@@ -343,21 +322,25 @@ impl Connection {
         Ok(copy_started)
     }
 
-    /// Notes in the connection's backend (`pg_stat_activity`) that its statement ended.
-    async fn note_statement_finished(&self, registration: Option<&Registration>) {
-        let Some(registration) = registration else {
-            return;
+    /// The session's transaction status after a statement, noted in the connection's
+    /// backend (`pg_stat_activity`, and the idle timeout that now applies) if it has one.
+    async fn finish_statement(
+        &self,
+        registration: Option<&Registration>,
+    ) -> coord::TransactionStatus {
+        let session = self.session.lock().await;
+        let Some(session) = session.as_ref() else {
+            return coord::TransactionStatus::Idle;
         };
-        let (status, application_name) = match self.session.lock().await.as_ref() {
-            Some(session) => (
-                session.transaction_status(),
+        let status = session.transaction_status();
+        if let Some(registration) = registration {
+            registration.backend().statement_finished(
+                status,
                 session.variable("application_name").map(str::to_string),
-            ),
-            None => (coord::TransactionStatus::Idle, None),
-        };
-        registration
-            .backend()
-            .statement_finished(status, application_name);
+                session.idle_timeout(),
+            );
+        }
+        status
     }
 
     /// Runs the statements of one Query message, stopping after an error or after a
@@ -613,12 +596,12 @@ impl ExtendedQueryHandler for Connection {
             Some(portal) => self.execute_streamed(client, &portal).await,
             None => self._on_execute(&mut HeldReplies(client), message).await,
         };
-        self.note_statement_finished(backend.as_deref()).await;
+        let status = self.finish_statement(backend.as_deref()).await;
         executed?;
         // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
         // block); ReadyForQuery at Sync reports it.
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
-            client.set_transaction_status(self.transaction_status().await);
+            client.set_transaction_status(simple_query::wire_status(status));
         }
         Ok(())
     }

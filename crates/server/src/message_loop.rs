@@ -79,15 +79,21 @@ pub(crate) async fn process_socket(
     let Some((mut socket, checks)) = negotiated else {
         return Ok(());
     };
+    // The client's backend, once its startup has registered one.
+    let mut registration = None;
     loop {
         let starting = matches!(
             socket.state(),
             PgWireConnectionState::AwaitingStartup
                 | PgWireConnectionState::AuthenticationInProgress
         );
-        let registration = crate::startup::registration_of(&socket);
-        let idle_timeout = match socket.state() {
-            PgWireConnectionState::ReadyForQuery => handlers.connection.idle_timeout().await,
+        if registration.is_none() && !starting {
+            registration = crate::startup::registration_of(&socket);
+        }
+        let idle_timeout = match (socket.state(), &registration) {
+            (PgWireConnectionState::ReadyForQuery, Some(registration)) => {
+                registration.backend().idle_timeout()
+            }
             _ => None,
         };
         let next = AssertUnwindSafe(socket.next()).catch_unwind();
