@@ -34,6 +34,17 @@ struct Args {
     /// machine's memory.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_query_memory: Option<u64>,
+    /// The access rule file (written like PostgreSQL's `pg_hba.conf`: `host`, `hostssl`,
+    /// `hostnossl` rules with `trust`, `reject`, `scram-sha-256`, `md5`, `password`).
+    /// Without one: trust on loopback, a password everywhere else.
+    #[arg(long)]
+    hba_file: Option<PathBuf>,
+    /// The server's TLS certificate chain (PEM); with `--tls-key`, clients may use TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Dataflow worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -88,6 +99,13 @@ async fn run(args: Args) -> Result<(), String> {
     let http_listener = server::bind(args.http_listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.http_listen))?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(certificate), Some(key)) => {
+            Some(server::Tls::load(certificate, key).map_err(|e| e.to_string())?)
+        }
+        _ => None,
+    };
+    let security = server::Security::load(args.hba_file.as_deref(), tls)?;
     tracing::info!(data_dir = %args.data_dir.display(), workers, "starting");
     let opening = Coordinator::open(CoordConfig {
         data_dir: args.data_dir.clone(),
@@ -101,7 +119,7 @@ async fn run(args: Args) -> Result<(), String> {
             .unwrap_or(usize::MAX),
     });
     // Clients that connect while the log is replayed are told the server is starting.
-    let (listener, opened) = server::refuse_while_starting(listener, opening)
+    let (listener, opened) = server::refuse_while_starting(listener, &security, opening)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let coord = opened.map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
@@ -117,12 +135,19 @@ async fn run(args: Args) -> Result<(), String> {
         },
     ));
     let max_connections = args.max_connections as usize;
-    server::serve(listener, coord.clone(), max_connections, shutdown_signal()).await;
+    let served = server::serve(
+        listener,
+        coord.clone(),
+        max_connections,
+        security,
+        shutdown_signal(),
+    )
+    .await;
     tracing::info!("shutting down");
     let _ = stopping.send(true);
     let _ = http.await;
     coord.shutdown();
-    Ok(())
+    served
 }
 
 /// A quarter of the machine's memory (`MemTotal` in `/proc/meminfo`), or 1 GiB where that

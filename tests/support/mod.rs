@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod client_programs;
 pub mod http;
 pub mod pg_text;
 pub mod postgres;
@@ -33,6 +34,9 @@ enum Readiness {
     Serving,
 }
 
+/// The address the servers of the tests listen on.
+const LOOPBACK: &str = "127.0.0.1";
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -61,19 +65,25 @@ impl TestServer {
     /// Ports are picked free, but another process may take one before the server binds it;
     /// a server that exits because its port is taken is started again on other ports.
     pub fn start_with_args(data_dir: &Path, extra_args: &[&str]) -> Self {
-        Self::start_until(data_dir, extra_args, Readiness::Serving)
+        Self::start_until(data_dir, LOOPBACK, extra_args, Readiness::Serving)
+    }
+
+    /// [`Self::start_with_args`], listening on every interface of the machine (not only
+    /// loopback), so that clients can connect from another of its addresses.
+    pub fn start_on_every_interface(data_dir: &Path, extra_args: &[&str]) -> Self {
+        Self::start_until(data_dir, "0.0.0.0", extra_args, Readiness::Serving)
     }
 
     /// Starts a server on `data_dir` and returns as soon as it listens, perhaps while it
     /// still recovers (clients are then refused with 57P03).
     pub fn start_listening(data_dir: &Path, extra_args: &[&str]) -> Self {
-        Self::start_until(data_dir, extra_args, Readiness::Listening)
+        Self::start_until(data_dir, LOOPBACK, extra_args, Readiness::Listening)
     }
 
-    fn start_until(data_dir: &Path, extra_args: &[&str], readiness: Readiness) -> Self {
+    fn start_until(data_dir: &Path, host: &str, extra_args: &[&str], readiness: Readiness) -> Self {
         const ATTEMPTS: usize = 5;
         for _ in 0..ATTEMPTS {
-            let mut server = Self::spawn(data_dir, extra_args);
+            let mut server = Self::spawn(data_dir, host, extra_args);
             match server.wait_until(readiness) {
                 Ok(()) => return server,
                 Err(exited) if server.log_tail(5).contains("Address already in use") => {
@@ -88,15 +98,15 @@ impl TestServer {
         panic!("fluxion found no free ports in {ATTEMPTS} attempts");
     }
 
-    /// Spawns the server on two free ports, its log beside `data_dir`.
-    fn spawn(data_dir: &Path, extra_args: &[&str]) -> Self {
+    /// Spawns the server on two free ports of `host`, its log beside `data_dir`.
+    fn spawn(data_dir: &Path, host: &str, extra_args: &[&str]) -> Self {
         let port = free_port();
         let http_port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log"))
             .expect("a log file beside the data directory");
         let child = Command::new(env!("CARGO_BIN_EXE_fluxion"))
             .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
+            .arg(format!("{host}:{port}"))
             .arg("--http-listen")
             .arg(format!("127.0.0.1:{http_port}"))
             .arg("--data-dir")

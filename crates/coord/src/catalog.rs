@@ -16,6 +16,7 @@ use sql::ObjectRef;
 use system_catalog::SystemSchemas;
 
 use crate::catalog_input::SharedCatalog;
+use crate::roles::Roles;
 use crate::system_status::RunningSystem;
 
 /// A planned catalog item.
@@ -307,12 +308,14 @@ pub(crate) struct CatalogProviderImpl {
 }
 
 impl CatalogProviderImpl {
-    /// The user schemas of `catalog`, and the system schemas describing it and `running`.
-    pub fn new(catalog: Arc<RwLock<Catalog>>, running: RunningSystem) -> Self {
+    /// The user schemas of `catalog`, and the system schemas describing it, `roles` and
+    /// `running`.
+    pub fn new(catalog: Arc<RwLock<Catalog>>, roles: Roles, running: RunningSystem) -> Self {
         Self {
             system: SystemSchemas::new(
                 Arc::new(SharedCatalog {
                     catalog: catalog.clone(),
+                    roles,
                     sizes: running.compute.arrangement_sizes().clone(),
                 }),
                 Arc::new(running),

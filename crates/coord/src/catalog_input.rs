@@ -8,12 +8,14 @@ use repr::{GlobalId, ItemKind};
 use system_catalog::{CatalogInput, CatalogItem, CatalogReader};
 
 use crate::catalog::{read, Catalog, Item, ItemDetails};
+use crate::roles::Roles;
 
-/// The shared catalog, as the system catalogs read it, with the arrangement sizes that
-/// tell how many rows, and bytes of rows, each table holds.
+/// The shared catalog and roles, as the system catalogs read them, with the arrangement
+/// sizes that tell how many rows, and bytes of rows, each table holds.
 #[derive(Debug, Clone)]
 pub(crate) struct SharedCatalog {
     pub catalog: Arc<RwLock<Catalog>>,
+    pub roles: Roles,
     pub sizes: ArrangementSizes,
 }
 
@@ -40,6 +42,7 @@ impl CatalogReader for SharedCatalog {
                 .map(|item| (item.id, catalog_item(&catalog, item)))
                 .collect(),
             comments: catalog.comments.clone(),
+            roles: self.roles.all(),
             table_rows: table_sizes
                 .iter()
                 .map(|(id, size)| (*id, size.rows))

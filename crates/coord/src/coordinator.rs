@@ -18,6 +18,7 @@ use crate::generic_plans::GenericPlan;
 use crate::in_flight::InFlightCommits;
 use crate::query_memory::QueryMemoryLimit;
 use crate::response::ExecuteResponse;
+use crate::roles::Roles;
 use crate::session::Session;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
@@ -79,6 +80,8 @@ pub struct Coordinator {
     pub(crate) subscriptions: Arc<pipelines::DurableSubscriptions>,
     /// The sinks, their logs and their delivery.
     pub(crate) sinks: Arc<pipelines::Sinks>,
+    /// The roles.
+    pub(crate) roles: Roles,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// The next number naming a transaction block's definitions in the durable catalog.
@@ -103,8 +106,10 @@ impl Coordinator {
             "subscription",
         ));
         let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
+        let roles = Roles::load(&durable)?;
         let mut base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
+            roles.clone(),
             RunningSystem {
                 catalog: catalog.clone(),
                 compute: compute.clone(),
@@ -141,6 +146,7 @@ impl Coordinator {
             streams: Arc::new(pipelines::Streams::new(config.data_dir.join("streams"))),
             subscriptions: subscriptions.clone(),
             sinks,
+            roles,
             next_transient_id: AtomicU64::new(0),
             next_ddl_block: AtomicU64::new(1),
             this: OnceLock::new(),
@@ -168,8 +174,26 @@ impl Coordinator {
         startup: &[(String, String)],
         backends: Arc<dyn system_catalog::Backends>,
     ) -> Session {
-        let mut session = Session::new(user, backend_pid, startup);
+        let mut session = self.session_of(user, backend_pid, startup);
         session.backends = Some(backends);
+        session
+    }
+
+    /// The ParameterStatus values a new session of `user` reports, given the settings its
+    /// client's startup message asked for.
+    pub fn startup_parameter_status(
+        &self,
+        user: &str,
+        startup: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        self.session_of(user, 0, startup).reported_settings()
+    }
+
+    /// A session of `user`, `is_superuser` as its role is.
+    fn session_of(&self, user: &str, backend_pid: i32, startup: &[(String, String)]) -> Session {
+        let mut session = Session::new(user, backend_pid, startup);
+        let superuser = self.roles.get(user).is_some_and(|role| role.superuser);
+        session.set_variable("is_superuser", if superuser { "on" } else { "off" }.into());
         session
     }
 
@@ -322,6 +346,9 @@ impl Coordinator {
             }
             Statement::Drop(drop) => self.drop_objects(session, drop).await,
             Statement::Comment(comment) => self.comment_on(session, comment).await,
+            Statement::CreateRole(create) => self.create_role(session, create),
+            Statement::AlterRole(alter) => self.alter_role(session, alter),
+            Statement::DropRole(drop) => self.drop_role(session, drop),
             Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,
             Statement::Rollback => self.rollback(session).await,

@@ -41,6 +41,23 @@ pub enum CoordError {
         /// The objects depending on it.
         dependents: Vec<String>,
     },
+    /// The object cannot be dropped: the system needs it (the bootstrap role).
+    #[error("cannot drop {0} because it is required by the database system")]
+    RequiredBySystem(String),
+    /// The session's role may not do this.
+    #[error("{0}")]
+    InsufficientPrivilege(String),
+    /// The object is in use by the session itself (its own role).
+    #[error("{0}")]
+    ObjectInUse(String),
+    /// A name PostgreSQL keeps for itself (`pg_…` roles, `public`).
+    #[error("{message}")]
+    ReservedName {
+        /// What is wrong.
+        message: String,
+        /// Why the name is reserved.
+        detail: Option<String>,
+    },
     /// A primary key or unique index key value exists already.
     #[error("duplicate key value violates unique constraint \"{constraint}\"")]
     UniqueViolation {
@@ -131,6 +148,11 @@ pub enum CoordError {
 }
 
 impl CoordError {
+    /// The session's role may not do what the statement asks (42501).
+    pub(crate) fn insufficient_privilege(message: impl Into<String>) -> Self {
+        CoordError::InsufficientPrivilege(message.into())
+    }
+
     /// A valid request Fluxion does not support (yet).
     pub(crate) fn unsupported(message: impl Into<String>) -> Self {
         CoordError::Sql(SqlError::Unsupported(message.into()))

@@ -28,12 +28,14 @@ mod error;
 mod generic_plans;
 mod in_flight;
 mod name_resolution;
+mod password_verifiers;
 mod postgres_settings;
 mod query_context;
 mod query_memory;
 mod read;
 mod recovery;
 mod response;
+mod roles;
 mod session;
 mod show;
 mod sinks;
@@ -55,17 +57,13 @@ pub use coordinator::{CoordConfig, Coordinator};
 pub use describe::StatementDesc;
 pub use error::CoordError;
 pub use generic_plans::GenericPlan;
+pub use password_verifiers::ScramVerifier;
 pub use response::ExecuteResponse;
+pub use roles::{LoginRole, BOOTSTRAP_ROLE};
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
 pub use sources::{WebhookError, WebhookReceipt};
 pub use system_catalog::{BackendActivity, Backends};
 pub use timeouts::IdleTimeout;
-
-/// The ParameterStatus values a new session of `user` reports, given the settings its
-/// client's startup message asked for.
-pub fn startup_parameter_status(user: &str, startup: &[(String, String)]) -> Vec<(String, String)> {
-    Session::new(user, 0, startup).reported_settings()
-}
 
 pub use pipelines::Subscription;
 pub use sql::{

@@ -47,6 +47,7 @@ impl Coordinator {
     fn shared_catalog(&self) -> SharedCatalog {
         SharedCatalog {
             catalog: self.catalog.clone(),
+            roles: self.roles.clone(),
             sizes: self.compute.arrangement_sizes().clone(),
         }
     }

@@ -14,6 +14,7 @@ pub mod pg_array;
 pub mod pg_text;
 pub mod pg_type;
 mod relation;
+mod role;
 mod row;
 mod wall_clock;
 
@@ -23,6 +24,7 @@ pub use error::ReprError;
 pub use ids::GlobalId;
 pub use item_kind::ItemKind;
 pub use relation::RelationDesc;
+pub use role::Role;
 pub use row::{Row, RowCodec};
 pub use wall_clock::{wall_clock_ms, wall_clock_ms_rounded_up};
 

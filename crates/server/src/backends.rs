@@ -100,6 +100,16 @@ impl BackendRegistry {
         (admitted < self.max_connections).then_some(admission)
     }
 
+    /// How many registered backends are logged in as `user`.
+    pub fn sessions_of(&self, user: &str) -> usize {
+        self.backends
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|backend| backend.user == user)
+            .count()
+    }
+
     /// Registers the backend of an admitted client.
     pub fn register(&self, admission: Admission, start: BackendStart) -> Registration {
         let now = SystemTime::now();

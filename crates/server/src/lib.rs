@@ -1,6 +1,8 @@
 //! The server: Postgres wire protocol in front of the coordinator.
 //!
-//! Accepts connections, runs startup (trust authentication, ParameterStatus, BackendKeyData),
+//! Accepts connections (in TLS if the client asks and the server has a certificate: [`Tls`]),
+//! runs startup (authentication by the access rules ([`Security`]) against the roles'
+//! password verifiers, ParameterStatus, BackendKeyData),
 //! registers each client's backend ([`backends`]: `pg_stat_activity`, cancel and terminate,
 //! `max_connections`), then hands simple-query, extended-query and COPY messages of each
 //! connection to its [`connection::Connection`]. While the coordinator recovers, clients are
@@ -10,6 +12,8 @@
 //! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
+mod access_rules;
+mod authentication;
 mod backends;
 mod connection;
 mod copy_out;
@@ -24,10 +28,12 @@ mod sqlstate;
 mod starting;
 mod startup;
 mod subscribe;
+mod tls;
 mod values;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use coord::Coordinator;
@@ -35,16 +41,39 @@ use tokio::net::TcpListener;
 
 pub use http::serve_http;
 pub use starting::refuse_while_starting;
+pub use tls::{Tls, TlsError};
 
+use access_rules::AccessRules;
+use authentication::PasswordMethods;
 use backends::BackendRegistry;
 use connection::Connection;
-use startup::TrustStartup;
+use startup::Startup;
 
 /// The handlers of one connection.
 struct ConnectionHandlers {
     connection: Arc<Connection>,
-    startup: Arc<TrustStartup>,
+    startup: Arc<Startup>,
     backends: Arc<BackendRegistry>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// How the Postgres listener admits clients: the access rules that pick each client's
+/// authentication method, and TLS.
+pub struct Security {
+    rules: AccessRules,
+    tls: Option<Tls>,
+}
+
+impl Security {
+    /// The rules of the file at `rules_file` (without one: trust on loopback, a password
+    /// everywhere else), and `tls` if the server has a certificate.
+    pub fn load(rules_file: Option<&Path>, tls: Option<Tls>) -> Result<Security, String> {
+        let rules = match rules_file {
+            Some(path) => AccessRules::load(path).map_err(|e| e.to_string())?,
+            None => AccessRules::default_rules(),
+        };
+        Ok(Security { rules, tls })
+    }
 }
 
 /// Binds the Postgres listener.
@@ -52,16 +81,29 @@ pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(address).await
 }
 
-/// Serves Postgres connections on `listener`, at most `max_connections` at once, until
-/// `shutdown` completes.
+/// Serves Postgres connections on `listener`, at most `max_connections` at once, admitted as
+/// `security` says, until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     coord: Arc<Coordinator>,
     max_connections: usize,
+    security: Security,
     shutdown: impl Future<Output = ()>,
-) {
+) -> Result<(), String> {
     let backends = BackendRegistry::new(max_connections);
-    let startup = Arc::new(TrustStartup::new(backends.clone()));
+    let certificate_pem = security
+        .tls
+        .as_ref()
+        .map(|tls| tls.certificate_pem.as_slice());
+    let passwords = PasswordMethods::new(coord.clone(), certificate_pem)
+        .map_err(|e| format!("the TLS certificate cannot be used for channel binding: {e}"))?;
+    let tls = security.tls.map(|tls| tls.acceptor);
+    let startup = Arc::new(Startup::new(
+        backends.clone(),
+        coord.clone(),
+        security.rules,
+        passwords,
+    ));
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -80,6 +122,7 @@ pub async fn serve(
             connection: connection.clone(),
             startup: startup.clone(),
             backends: backends.clone(),
+            tls: tls.clone(),
         };
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection opened");
@@ -90,4 +133,5 @@ pub async fn serve(
             tracing::debug!(%peer, "connection closed");
         });
     }
+    Ok(())
 }

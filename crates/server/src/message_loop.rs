@@ -21,6 +21,7 @@ use pgwire::tokio::server::{
     negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
 };
 use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::codec::{Framed, FramedParts};
 
 use crate::backends::Registration;
@@ -35,11 +36,14 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// them (see [`crate::frame_check`]).
 pub(crate) type ClientSocket = Framed<CheckedStream<MaybeTls>, PgWireMessageServerCodec<Prepared>>;
 
-/// Answers the client's SSLRequest, if it sends one (no TLS: it goes on in the clear), and
-/// frames the connection; `None` if the client left. What the checks find is noted in the
-/// returned [`Checks`].
-pub(crate) async fn negotiate(socket: TcpStream) -> io::Result<Option<(ClientSocket, Checks)>> {
-    let Some(negotiated) = negotiate_tls::<Prepared>(socket, None).await? else {
+/// Answers the client's SSLRequest, if it sends one (with TLS if `tls` is given, else it
+/// goes on in the clear), and frames the connection; `None` if the client left. What the
+/// checks find is noted in the returned [`Checks`].
+pub(crate) async fn negotiate(
+    socket: TcpStream,
+    tls: Option<TlsAcceptor>,
+) -> io::Result<Option<(ClientSocket, Checks)>> {
+    let Some(negotiated) = negotiate_tls::<Prepared>(socket, tls).await? else {
         return Ok(None);
     };
     let checks = Checks::default();
@@ -74,7 +78,7 @@ pub(crate) async fn process_socket(
     tokio::pin!(startup_timeout);
     let negotiated = tokio::select! {
         () = &mut startup_timeout => return Ok(()),
-        negotiated = negotiate(socket) => negotiated?,
+        negotiated = negotiate(socket, handlers.tls.clone()) => negotiated?,
     };
     let Some((mut socket, checks)) = negotiated else {
         return Ok(());

@@ -9,9 +9,13 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::Sql(error) => sql_sqlstate(error),
         CoordError::DuplicateObject { kind: "cursor", .. } => "42P03",
         CoordError::DuplicateObject { kind: "schema", .. } => "42P06",
+        CoordError::DuplicateObject { kind: "role", .. } => "42710",
         CoordError::DuplicateObject { .. } => "42P07",
         CoordError::WrongObjectType { .. } => "42809",
-        CoordError::DependentObjects { .. } => "2BP01",
+        CoordError::DependentObjects { .. } | CoordError::RequiredBySystem(_) => "2BP01",
+        CoordError::InsufficientPrivilege(_) => "42501",
+        CoordError::ObjectInUse(_) => "55006",
+        CoordError::ReservedName { .. } => "42939",
         CoordError::UniqueViolation { .. } | CoordError::UniqueIndexBroken { .. } => "23505",
         CoordError::NoConflictArbiter => "42P10",
         CoordError::NotNullViolation { .. } => "23502",
@@ -70,6 +74,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::CardinalityViolation(_) => "21000",
         SqlError::Unsupported(_) | SqlError::NotIncremental { .. } => "0A000",
         SqlError::InvalidStatement(_) => "42000",
+        SqlError::InvalidParameterValue(_) => "22023",
         SqlError::StackDepthExceeded(_) => "54001",
         SqlError::TooManyColumns(_) => "54011",
         SqlError::OutOfMemory(_) => "53200",
@@ -89,6 +94,7 @@ pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
             info.hint = Some("Use DROP ... CASCADE to drop the dependent objects too.".into());
         }
         CoordError::WrongObjectType { hint, .. } => info.hint = hint.clone(),
+        CoordError::ReservedName { detail, .. } => info.detail = detail.clone(),
         CoordError::Sql(SqlError::InconsistentParameterType { detail, .. }) => {
             info.detail = Some(detail.clone())
         }

@@ -9,18 +9,23 @@ use std::time::Duration;
 use futures::StreamExt;
 use pgwire::messages::PgWireFrontendMessage;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 use crate::message_loop::{end_with, negotiate};
+use crate::Security;
 
 /// How long a client that connects while the server starts has to send its startup message.
 const STARTUP_MESSAGE_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `starting` to its end while answering every client that connects to `listener`
-/// meanwhile with FATAL 57P03; then gives the listener back, to serve.
+/// meanwhile with FATAL 57P03 (in TLS if it asks and `security` has a certificate); then
+/// gives the listener back, to serve.
 pub async fn refuse_while_starting<T>(
     listener: TcpListener,
+    security: &Security,
     starting: impl Future<Output = T>,
 ) -> io::Result<(TcpListener, T)> {
+    let tls = security.tls.as_ref().map(|tls| tls.acceptor.clone());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // A task of its own: `starting` may compute for long without yielding.
     let refusing = tokio::spawn(async move {
@@ -30,7 +35,7 @@ pub async fn refuse_while_starting<T>(
                 _ = &mut stopped => return listener,
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
-                        tokio::spawn(refuse(socket));
+                        tokio::spawn(refuse(socket, tls.clone()));
                     }
                     Err(e) => tracing::warn!(error = %e, "accept failed"),
                 },
@@ -44,9 +49,9 @@ pub async fn refuse_while_starting<T>(
 }
 
 /// Reads the client's startup message and answers it with 57P03.
-async fn refuse(socket: TcpStream) {
+async fn refuse(socket: TcpStream, tls: Option<TlsAcceptor>) {
     let refusal = async {
-        let Some((mut socket, _)) = negotiate(socket).await? else {
+        let Some((mut socket, _)) = negotiate(socket, tls).await? else {
             return Ok::<(), io::Error>(());
         };
         if let Some(Ok(PgWireFrontendMessage::Startup(_))) = socket.next().await {

@@ -89,6 +89,9 @@ pub enum SqlError {
         /// Why, and what to do instead.
         reason: String,
     },
+    /// An option's value is outside what the option takes (`CONNECTION LIMIT -5`).
+    #[error("{0}")]
+    InvalidParameterValue(String),
     /// The statement is wrong in some other way (bad argument, misuse).
     #[error("{0}")]
     InvalidStatement(String),

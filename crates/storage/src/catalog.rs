@@ -1,5 +1,5 @@
-//! The durable catalog: items, the id counter, the timestamp high-water mark and settings, in
-//! one redb database.
+//! The durable catalog: items, the id counter, the timestamp high-water mark, settings and
+//! roles ([`crate::roles`]), in one redb database.
 //!
 //! Items keep the SQL that created them, not plans: the coordinator re-plans on boot. Every
 //! write commits with `Durability::Immediate`, so a returned `Ok` survives a crash.
@@ -66,7 +66,7 @@ pub enum CatalogOp {
 
 /// The durable catalog. Shareable between threads; redb serializes writers.
 pub struct Catalog {
-    db: Database,
+    pub(crate) db: Database,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -86,6 +86,7 @@ impl Catalog {
             txn.open_table(ITEMS)?;
             txn.open_table(COUNTERS)?;
             txn.open_table(SETTINGS)?;
+            txn.open_table(crate::roles::ROLES)?;
             let blocks: Vec<u64> = {
                 let uncommitted = txn.open_table(UNCOMMITTED)?;
                 let keys = uncommitted
@@ -237,7 +238,7 @@ impl Catalog {
 
     /// Runs `body` in a write transaction and commits it durably if it succeeds; a failed body
     /// aborts the transaction (dropping it rolls back).
-    fn write<T>(
+    pub(crate) fn write<T>(
         &self,
         body: impl FnOnce(&WriteTransaction) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {

@@ -48,6 +48,22 @@ pub enum StorageError {
     /// A `Put` named an id that `allocate_id` never handed out (it could be handed out again).
     #[error("catalog item id {0} was never allocated")]
     UnallocatedId(GlobalId),
+    /// A stored role is not the JSON this version writes.
+    #[error("role {oid} cannot be decoded: {source}")]
+    CorruptRole {
+        /// The role's key.
+        oid: u32,
+        /// Why decoding failed.
+        source: serde_json::Error,
+    },
+    /// A role could not be encoded as JSON.
+    #[error("role {oid} cannot be encoded: {source}")]
+    EncodeRole {
+        /// The role's key.
+        oid: u32,
+        /// Why encoding failed.
+        source: serde_json::Error,
+    },
     /// A `Delete` named an item that does not exist.
     #[error("catalog item {0} does not exist")]
     UnknownItem(GlobalId),

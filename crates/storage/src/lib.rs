@@ -2,9 +2,10 @@
 //!
 //! Nothing counts until it is durable. The [`Catalog`] keeps the items (tables, views,
 //! sources, ...) with the SQL that created them, the id counter and the timestamp oracle's
-//! high-water mark in a redb database. The [`Wal`] makes every table write durable (CRC-framed
-//! records, group-committed fsync) before it is applied, compacts its prefix into snapshots, and
-//! hands back snapshot + tail on restart. A [`ChangeLog`] keeps a history out of the WAL and
+//! high-water mark in a redb database, beside the roles ([`repr::Role`]).
+//! The [`Wal`] makes every table write durable (CRC-framed records, group-committed fsync)
+//! before it is applied, compacts its prefix into snapshots, and hands back snapshot + tail
+//! on restart. A [`ChangeLog`] keeps a history out of the WAL and
 //! out of memory: the rows of an append-only source (the WAL record that commits a stream
 //! append stores the log's new length), or the changes of a durable subscription.
 //!
@@ -16,6 +17,7 @@
 mod catalog;
 mod change_log;
 mod error;
+mod roles;
 mod wal;
 
 pub use catalog::{Catalog, CatalogItem, CatalogOp};

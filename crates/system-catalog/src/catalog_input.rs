@@ -22,6 +22,8 @@ pub struct CatalogInput {
     pub schemas: BTreeMap<String, GlobalId>,
     /// Every item, schemas included, by id (ascending id order is creation order).
     pub items: BTreeMap<GlobalId, CatalogItem>,
+    /// The roles, by name.
+    pub roles: Vec<repr::Role>,
     /// `COMMENT ON` texts by item and column number (0: the item itself).
     pub comments: BTreeMap<(GlobalId, u32), String>,
     /// The rows each table holds (every diff written to it, summed), by table.

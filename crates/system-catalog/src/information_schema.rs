@@ -305,9 +305,10 @@ fn check_constraints(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Reco
     out.into_batch()
 }
 
-fn enabled_roles(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+/// `enabled_roles`: the session's role (roles are not members of one another).
+fn enabled_roles(_: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("enabled_roles");
-    out.push(&[("role_name", OWNER.into())]);
+    out.push(&[("role_name", session.user.as_str().into())]);
     out.into_batch()
 }
 

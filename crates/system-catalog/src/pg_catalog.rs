@@ -21,6 +21,7 @@ use crate::session::SessionInfo;
 use crate::snapshot::{CatalogSnapshot, Column, Relation};
 use crate::types::type_info;
 use crate::PG_CATALOG;
+use repr::Role;
 
 /// The owner of every object: the one role.
 pub(crate) const OWNER: &str = "fluxion";
@@ -405,59 +406,82 @@ fn pg_database(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     out.into_batch()
 }
 
-/// The attributes of the one role, as `pg_roles`/`pg_authid` name them.
-fn role_columns() -> Vec<(&'static str, Value)> {
+/// A role's attributes, as `pg_roles` and `pg_authid` name them.
+fn role_columns(role: &Role) -> Vec<(&'static str, Value)> {
     vec![
-        ("oid", ROLE_OID.into()),
-        ("rolname", OWNER.into()),
-        ("rolsuper", true.into()),
-        ("rolinherit", true.into()),
-        ("rolcreaterole", true.into()),
-        ("rolcreatedb", true.into()),
-        ("rolcanlogin", true.into()),
-        ("rolreplication", true.into()),
-        ("rolbypassrls", true.into()),
-        ("rolconnlimit", Value::Int(-1)),
+        ("oid", role.oid.into()),
+        ("rolname", role.name.as_str().into()),
+        ("rolsuper", role.superuser.into()),
+        ("rolinherit", role.inherit.into()),
+        ("rolcreaterole", role.create_role.into()),
+        ("rolcreatedb", role.create_db.into()),
+        ("rolcanlogin", role.can_login.into()),
+        ("rolreplication", role.replication.into()),
+        ("rolbypassrls", role.bypass_rls.into()),
+        ("rolconnlimit", Value::Int(i64::from(role.connection_limit))),
+        ("rolvaliduntil", valid_until(role)),
     ]
 }
 
-fn pg_roles(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+/// `rolvaliduntil`: NULL for a role whose password never expires.
+fn valid_until(role: &Role) -> Value {
+    role.valid_until.map(Value::Int).into()
+}
+
+/// `pg_roles`: every role, the password hidden (as PostgreSQL hides it from everyone).
+fn pg_roles(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_roles");
-    let mut columns = role_columns();
-    columns.push(("rolpassword", "********".into()));
-    out.push(&columns);
+    for role in &snapshot.roles {
+        let mut columns = role_columns(role);
+        columns.push(("rolpassword", "********".into()));
+        out.push(&columns);
+    }
     out.into_batch()
 }
 
-fn pg_authid(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+/// `pg_authid`: every role with its password verifier.
+fn pg_authid(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_authid");
-    out.push(&role_columns());
+    for role in &snapshot.roles {
+        let mut columns = role_columns(role);
+        columns.push(("rolpassword", role.password.as_deref().into()));
+        out.push(&columns);
+    }
     out.into_batch()
 }
 
-fn user_columns() -> Vec<(&'static str, Value)> {
+/// A login role's attributes, as `pg_user` and `pg_shadow` name them.
+fn user_columns(role: &Role) -> Vec<(&'static str, Value)> {
     vec![
-        ("usename", OWNER.into()),
-        ("usesysid", ROLE_OID.into()),
-        ("usecreatedb", true.into()),
-        ("usesuper", true.into()),
-        ("userepl", true.into()),
-        ("usebypassrls", true.into()),
-        ("passwd", "********".into()),
+        ("usename", role.name.as_str().into()),
+        ("usesysid", role.oid.into()),
+        ("usecreatedb", role.create_db.into()),
+        ("usesuper", role.superuser.into()),
+        ("userepl", role.replication.into()),
+        ("usebypassrls", role.bypass_rls.into()),
+        ("valuntil", valid_until(role)),
     ]
 }
 
-fn pg_user(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+/// `pg_user`: the roles that may log in, the password hidden.
+fn pg_user(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_user");
-    out.push(&user_columns());
+    for role in snapshot.roles.iter().filter(|r| r.can_login) {
+        let mut columns = user_columns(role);
+        columns.push(("passwd", "********".into()));
+        out.push(&columns);
+    }
     out.into_batch()
 }
 
-fn pg_shadow(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+/// `pg_shadow`: the roles that may log in, with their password verifiers.
+fn pg_shadow(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_shadow");
-    let mut columns = user_columns();
-    columns.retain(|(name, _)| *name != "passwd");
-    out.push(&columns);
+    for role in snapshot.roles.iter().filter(|r| r.can_login) {
+        let mut columns = user_columns(role);
+        columns.push(("passwd", role.password.as_deref().into()));
+        out.push(&columns);
+    }
     out.into_batch()
 }
 
@@ -790,7 +814,7 @@ fn pg_stat_indexes(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Record
     out.into_batch()
 }
 
-fn pg_stat_activity(_: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
+fn pg_stat_activity(snapshot: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_stat_activity");
     let Some(backends) = &session.backends else {
         return out.into_batch();
@@ -800,7 +824,7 @@ fn pg_stat_activity(_: &CatalogSnapshot, session: &SessionInfo) -> Result<Record
             ("datid", DATABASE_OID.into()),
             ("datname", sql::session::DATABASE.into()),
             ("pid", backend.pid.into()),
-            ("usesysid", ROLE_OID.into()),
+            ("usesysid", snapshot.role_oid(&backend.user).into()),
             ("usename", backend.user.into()),
             ("application_name", backend.application_name.into()),
             (

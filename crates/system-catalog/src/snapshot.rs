@@ -100,6 +100,8 @@ pub(crate) struct CatalogSnapshot {
     pub table_rows: BTreeMap<u32, i64>,
     /// The bytes of each table's rows, by table oid.
     pub table_bytes: BTreeMap<u32, i64>,
+    /// The roles, by name.
+    pub roles: Vec<repr::Role>,
 }
 
 /// A `COMMENT ON` text, as `pg_description` holds it.
@@ -118,6 +120,19 @@ pub(crate) const PG_CLASS_OID: u32 = 1259;
 pub(crate) const PG_NAMESPACE_OID: u32 = 2615;
 
 impl CatalogSnapshot {
+    /// The name of the role with this OID.
+    pub(crate) fn role_name(&self, oid: u32) -> Option<String> {
+        self.roles
+            .iter()
+            .find(|r| r.oid == oid)
+            .map(|r| r.name.clone())
+    }
+
+    /// The OID of the role called `name`.
+    pub(crate) fn role_oid(&self, name: &str) -> Option<u32> {
+        self.roles.iter().find(|r| r.name == name).map(|r| r.oid)
+    }
+
     /// Takes the snapshot of `catalog`.
     pub fn of(catalog: &CatalogInput) -> Self {
         let mut snapshot = CatalogSnapshot::default();
@@ -126,6 +141,7 @@ impl CatalogSnapshot {
         for (id, item) in &catalog.items {
             snapshot.add_item(*id, item);
         }
+        snapshot.roles = catalog.roles.clone();
         snapshot.table_rows = catalog
             .table_rows
             .iter()

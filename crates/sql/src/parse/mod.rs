@@ -21,6 +21,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use crate::literals::normalize_literals;
 use crate::names::{object_ref, ObjectRef};
 use crate::statement::ddl::renamed_to;
+use crate::statement::roles::{parse_user_statement, sign_connection_limits};
 use crate::statement::sinks::{parse_sink_statement, SinkStatement};
 use crate::statement::sources::{parse_source_statement, SourceStatement};
 use crate::statement::subscriptions::{parse_subscribe_statement, SubscribeStatement};
@@ -75,6 +76,7 @@ pub fn parse_noting_truncations(
     let tokens = asof::mark_time_joins(tokens)?;
     let (tokens, table_watermarks) = table_watermark::strip_table_watermarks(tokens)?;
     let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
+    let tokens = sign_connection_limits(tokens);
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();
     loop {
@@ -93,6 +95,10 @@ pub fn parse_noting_truncations(
         }
         if let Some(name) = parse_refresh(&mut parser)? {
             statements.push(Statement::RefreshMaterializedView(name));
+            continue;
+        }
+        if let Some(statement) = parse_user_statement(&mut parser)? {
+            statements.push(statement);
             continue;
         }
         if let Some(rename) = parse_view_rename(&mut parser)? {

@@ -11,6 +11,7 @@ mod copy;
 mod cursor;
 pub(crate) mod ddl;
 mod query;
+pub(crate) mod roles;
 mod settings;
 pub(crate) mod sinks;
 pub(crate) mod sources;
@@ -30,6 +31,7 @@ pub use ddl::{
     Drop, ObjectKind, Rename, TableDefinition,
 };
 pub use query::{parameter_types, ParameterTypes, Query};
+pub use roles::{AlterRole, CreateRole, DropRole, RoleOptions};
 pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
 pub use sources::{CreateSource, CreateTableFromSource};
@@ -88,6 +90,12 @@ pub enum Statement {
     Drop(Drop),
     /// `COMMENT ON`.
     Comment(Comment),
+    /// `CREATE ROLE` / `CREATE USER`.
+    CreateRole(CreateRole),
+    /// `ALTER ROLE` / `ALTER USER`.
+    AlterRole(AlterRole),
+    /// `DROP ROLE` / `DROP USER`.
+    DropRole(DropRole),
     /// `BEGIN` / `START TRANSACTION`, with the isolation level it names (in PostgreSQL's
     /// words), if any.
     Begin {
@@ -205,6 +213,16 @@ impl Statement {
                 ..
             } => Statement::CreateSchema(CreateSchema::from_sql(schema_name, if_not_exists)?),
             S::Drop {
+                object_type: ast::ObjectType::Role | ast::ObjectType::User,
+                if_exists,
+                names,
+                ..
+            } => Statement::DropRole(roles::drop_role(&names, if_exists)?),
+            S::CreateRole(create) => Statement::CreateRole(CreateRole::from_sql(create, false)?),
+            S::AlterRole { name, operation } => {
+                Statement::AlterRole(AlterRole::from_sql(&name, operation)?)
+            }
+            S::Drop {
                 object_type,
                 if_exists,
                 names,
@@ -294,6 +312,9 @@ impl fmt::Display for Statement {
             Statement::CreateSubscription(_) => "CREATE SUBSCRIPTION",
             Statement::Drop(_) => "DROP",
             Statement::Comment(_) => "COMMENT",
+            Statement::CreateRole(_) => "CREATE ROLE",
+            Statement::AlterRole(_) => "ALTER ROLE",
+            Statement::DropRole(_) => "DROP ROLE",
             Statement::Begin { .. } => "BEGIN",
             Statement::Commit => "COMMIT",
             Statement::Rollback | Statement::RollbackToSavepoint(_) => "ROLLBACK",

@@ -8,8 +8,6 @@ use datafusion::logical_expr::{ScalarUDF, Volatility};
 use super::{any_arity, int_arg, oid_arg, row_function, text, text_arg, FunctionEnv};
 use crate::builtin_functions::builtin_function_types;
 use crate::definitions::{constraint_definition, index_column_definition};
-use crate::oids::ROLE_OID;
-use crate::pg_catalog::OWNER;
 use crate::snapshot::{CatalogSnapshot, PG_CLASS_OID, PG_NAMESPACE_OID};
 use crate::types::format_type;
 
@@ -34,17 +32,6 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             any_arity(&[2, 3], stable),
             DataType::Utf8,
             |args| Ok(text(text_arg(&args[0]))),
-        ),
-        row_function(
-            "pg_get_userbyid",
-            any_arity(&[1], stable),
-            DataType::Utf8,
-            |args| {
-                Ok(text(oid_arg(&args[0]).map(|oid| match oid {
-                    ROLE_OID => OWNER.to_string(),
-                    other => format!("unknown (OID={other})"),
-                })))
-            },
         ),
         row_function(
             "pg_encoding_to_char",
@@ -180,6 +167,19 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
         move |args: &[ScalarValue]| Ok(text(f(&env.snapshot(), args)))
     };
     vec![
+        row_function(
+            "pg_get_userbyid",
+            any_arity(&[1], stable),
+            DataType::Utf8,
+            with_snapshot(|snapshot, args| {
+                let oid = oid_arg(&args[0])?;
+                Some(
+                    snapshot
+                        .role_name(oid)
+                        .unwrap_or_else(|| format!("unknown (OID={oid})")),
+                )
+            }),
+        ),
         row_function(
             "pg_get_indexdef",
             any_arity(&[1, 3], stable),

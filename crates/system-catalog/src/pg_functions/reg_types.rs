@@ -25,8 +25,6 @@ use sql::RegKind;
 
 use crate::builtin_functions::{builtin_function_name, builtin_function_named};
 use crate::catalog_input::{CatalogInput, CatalogReader};
-use crate::oids::ROLE_OID;
-use crate::pg_catalog::OWNER;
 use crate::session::SessionInfo;
 use crate::snapshot::CatalogSnapshot;
 use crate::types::{format_type, type_info, type_oid_by_name};
@@ -304,7 +302,7 @@ fn find_by_name(
         }),
         RegKind::Proc => builtin_function_named(&object),
         RegKind::Namespace => snapshot.namespace(&object).map(|n| n.oid),
-        RegKind::Role => (object == OWNER).then_some(ROLE_OID),
+        RegKind::Role => snapshot.role_oid(&object),
     }
 }
 
@@ -389,7 +387,7 @@ fn reg_type_display_name(
             .iter()
             .find(|n| n.oid == oid)
             .map(|n| n.name.clone()),
-        RegKind::Role => (oid == ROLE_OID).then(|| OWNER.to_string()),
+        RegKind::Role => snapshot.role_name(oid),
     };
     name.unwrap_or_else(|| oid.to_string())
 }
