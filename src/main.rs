@@ -105,6 +105,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
         _ => None,
     };
+    let ssl = tls.is_some();
     let security = server::Security::load(args.hba_file.as_deref(), tls)?;
     tracing::info!(data_dir = %args.data_dir.display(), workers, "starting");
     let opening = Coordinator::open(CoordConfig {
@@ -117,6 +118,7 @@ async fn run(args: Args) -> Result<(), String> {
             .map_or_else(default_query_memory, |mib| mib << 20)
             .try_into()
             .unwrap_or(usize::MAX),
+        ssl,
     });
     // Clients that connect while the log is replayed are told the server is starting.
     let (listener, opened) = server::refuse_while_starting(listener, &security, opening)
@@ -135,6 +137,7 @@ async fn run(args: Args) -> Result<(), String> {
         },
     ));
     let max_connections = args.max_connections as usize;
+    let reloading = tokio::spawn(reload_on_hangup(security.clone()));
     let served = server::serve(
         listener,
         coord.clone(),
@@ -143,6 +146,7 @@ async fn run(args: Args) -> Result<(), String> {
         shutdown_signal(),
     )
     .await;
+    reloading.abort();
     tracing::info!("shutting down");
     let _ = stopping.send(true);
     let _ = http.await;
@@ -167,6 +171,26 @@ fn default_query_memory() -> u64 {
                 })
         });
     total_kib.map_or(1 << 30, |kib| kib * 1024 / 4)
+}
+
+/// Reads the access rule file again at every SIGHUP, as PostgreSQL reads `pg_hba.conf`.
+async fn reload_on_hangup(security: server::Security) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP: the access rules will not be reloaded");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            security.reload_rules();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = security;
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -200,6 +200,66 @@ async fn passwords_and_access_rules_admit_and_refuse_clients_as_postgres_does() 
 }
 
 #[tokio::test]
+async fn sighup_reloads_the_rule_file_and_a_broken_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = rule_file(
+        dir.path(),
+        "host all fluxion 127.0.0.1/32 trust\nhost all alice 127.0.0.1/32 scram-sha-256\n",
+    );
+    let server = TestServer::start_with_args(
+        &dir.path().join("data"),
+        &["--hba-file", &rules.display().to_string()],
+    );
+    let admin = server.connect().await;
+    admin
+        .batch_execute("CREATE USER alice PASSWORD 'pw'")
+        .await
+        .unwrap();
+    login(&server, "127.0.0.1", "alice", Some("pw"), "fluxion")
+        .await
+        .expect("alice logs in by the first rules");
+    let rejected = "28000: pg_hba.conf rejects connection for host \"127.0.0.1\", user \"alice\", database \"fluxion\", no encryption";
+    rule_file(
+        dir.path(),
+        "host all fluxion 127.0.0.1/32 trust\nhost all alice 127.0.0.1/32 reject\n",
+    );
+    server.hang_up();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while login(&server, "127.0.0.1", "alice", Some("pw"), "fluxion")
+        .await
+        .is_ok()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rules were not reloaded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        refused(&server, "alice", Some("pw"), "fluxion").await,
+        rejected
+    );
+    rule_file(
+        dir.path(),
+        "host all all 127.0.0.1/32 trust\nhost all all nowhere ident\n",
+    );
+    server.hang_up();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log_tail(20).contains("was not reloaded") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no word of the broken file in the log"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        refused(&server, "alice", Some("pw"), "fluxion").await,
+        rejected
+    );
+    server.connect().await;
+}
+
+#[tokio::test]
 async fn role_statements_are_checked_as_postgres_checks_them() {
     let server = TestServer::start();
     let admin = server.connect().await;
@@ -248,6 +308,7 @@ async fn role_statements_are_checked_as_postgres_checks_them() {
         "42501"
     );
     assert_eq!(rows(&alice, "SHOW is_superuser").await, ["off"]);
+    assert_eq!(rows(&alice, "SHOW ssl").await, ["off"]);
 
     let manager = login(&server, "127.0.0.1", "manager", None, "fluxion")
         .await
@@ -490,13 +551,20 @@ async fn psql_connects_over_tls_with_verify_full_and_channel_binding() {
             Command::new("psql")
                 .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
                 .arg(connection)
-                .args(["-c", "SELECT current_user", "-c", "\\conninfo"]),
+                .args([
+                    "-c",
+                    "SELECT current_user",
+                    "-c",
+                    "SHOW ssl",
+                    "-c",
+                    "\\conninfo",
+                ]),
         )
     };
     let output = psql("sslmode=verify-full channel_binding=require");
     assert_success("psql sslmode=verify-full", &output);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.starts_with("alice\n"), "{stdout}");
+    assert!(stdout.starts_with("alice\non\n"), "{stdout}");
     assert!(
         stdout.contains("SSL connection (protocol: TLSv1.3"),
         "{stdout}"

@@ -2,7 +2,8 @@
 //! statement and state; `pg_cancel_backend` and `pg_terminate_backend` reach other sessions;
 //! `max_connections` refuses the client past it (53300); idle sessions are ended by their
 //! timeouts (25P03, 57P05); a client that connects while the server recovers is told so
-//! (57P03); a CancelRequest with the wrong secret key cancels nothing.
+//! (57P03); a CancelRequest with the wrong secret key cancels nothing; a statement that waits
+//! for the sequencer past its `lock_timeout` is cancelled (55P03).
 
 mod support;
 
@@ -418,4 +419,59 @@ async fn clients_that_connect_while_the_server_recovers_are_told_57p03() {
         .expect("recovered")
         .get(0);
     assert_eq!(count, 300_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waiting_past_its_lock_timeout_for_a_definition_is_55p03() {
+    let server = TestServer::start();
+    let definer = connect(&server, "").await.expect("connect");
+    definer
+        .client
+        .batch_execute(
+            "CREATE TABLE n (v BIGINT); \
+             INSERT INTO n SELECT value FROM generate_series(1, 2000) AS s(value); \
+             CREATE TABLE other (v INT)",
+        )
+        .await
+        .expect("setup");
+    // The new table's 2 million rows are written under the sequencer every write also needs.
+    let defining = tokio::spawn(async move {
+        definer
+            .client
+            .batch_execute(
+                "CREATE TABLE pairs AS SELECT a.v AS x, b.v AS y FROM n a, n b WHERE b.v <= 1000",
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let writer = connect(&server, "options='-c lock_timeout=200ms'")
+        .await
+        .expect("connect");
+    let started = Instant::now();
+    let error = writer
+        .client
+        .batch_execute("INSERT INTO other VALUES (1)")
+        .await
+        .expect_err("the write waits for the definition past its lock_timeout");
+    let waited = started.elapsed();
+    assert!(
+        !defining.is_finished(),
+        "the table was made before the write gave up: the test proves nothing"
+    );
+    let error = error.as_db_error().expect("a server error");
+    assert_eq!(error.code(), &SqlState::LOCK_NOT_AVAILABLE);
+    assert_eq!(error.message(), "canceling statement due to lock timeout");
+    assert!(waited < Duration::from_secs(2), "gave up after {waited:?}");
+    writer
+        .client
+        .batch_execute("SET lock_timeout = 0; INSERT INTO other VALUES (2)")
+        .await
+        .expect("without a lock_timeout the write waits for the definition");
+    defining.await.expect("join").expect("the table is made");
+    let rows = writer
+        .client
+        .query_one("SELECT count(*) FROM other", &[])
+        .await
+        .expect("count");
+    assert_eq!(rows.get::<_, i64>(0), 1);
 }

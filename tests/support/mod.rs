@@ -249,6 +249,15 @@ impl TestServer {
         }
     }
 
+    /// Sends the server SIGHUP (it reads its access rule file again).
+    pub fn hang_up(&self) {
+        let child = self.child.as_ref().expect("the server runs");
+        // SAFETY: sending a signal to a child process we own.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGHUP);
+        }
+    }
+
     /// Stops the server with SIGTERM and waits for it to exit; returns whether it exited 0.
     pub fn terminate(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {

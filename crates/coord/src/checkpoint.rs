@@ -45,7 +45,7 @@ impl Coordinator {
     pub(crate) async fn checkpoint(&self) -> Result<(), CoordError> {
         let started = Instant::now();
         let (hold, logged, tables, positions, stream_ends, watermarks) = {
-            let _sequencer = self.lock_sequencer().await;
+            let _sequencer = self.lock_sequencer_to_finish().await;
             let tables: Vec<_> = self
                 .table_codecs
                 .read()

@@ -21,7 +21,7 @@ impl Coordinator {
         session: &Session,
         comment: Comment,
     ) -> Result<ExecuteResponse, CoordError> {
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         let (id, column) = self.comment_target(session, &comment.target)?;
         self.set_comment(id, column, comment.text)?;
         Ok(ExecuteResponse::command("COMMENT"))

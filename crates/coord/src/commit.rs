@@ -15,6 +15,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::in_flight::TableChanges;
 use crate::session::{PendingWrites, Session, Transaction};
+use crate::timeouts;
 use crate::timestamps::ReadHold;
 use crate::write_conflicts::ReadSet;
 
@@ -27,7 +28,7 @@ impl Coordinator {
         &self,
         session: &Session,
         attempt: WriteAttempt,
-    ) -> (WriteAccess, ReadHold, WriteSnapshot) {
+    ) -> Result<(WriteAccess, ReadHold, WriteSnapshot), CoordError> {
         if let Transaction::Block(block) = &session.transaction {
             let hold = self.holds.hold_read_time(&self.oracle);
             let snapshot = WriteSnapshot {
@@ -35,11 +36,11 @@ impl Coordinator {
                 overlay: block.writes.clone(),
                 reads: None,
             };
-            return (WriteAccess::Block, hold, snapshot);
+            return Ok((WriteAccess::Block, hold, snapshot));
         }
         let sequencer = match attempt {
             WriteAttempt::Sequenced => {
-                let sequencer = self.sequencer.clone().lock_owned().await;
+                let sequencer = self.lock_sequencer_owned().await?;
                 // What it reads may include views and sources, which only see a commit once
                 // it is visible: it waits for every commit ordered before it.
                 self.in_flight.drain().await;
@@ -70,15 +71,30 @@ impl Coordinator {
             },
             reads,
         };
-        (access, hold, snapshot)
+        Ok((access, hold, snapshot))
     }
 
     /// Takes the sequencer once no commit is in flight: for DDL, checkpoints and whatever
-    /// else needs every ordered commit visible.
-    pub(crate) async fn lock_sequencer(&self) -> MutexGuard<'_, ()> {
+    /// else needs every ordered commit visible. A statement waits for it at most its
+    /// `lock_timeout` (55P03, see [`timeouts::waiting_for_lock`]).
+    pub(crate) async fn lock_sequencer(&self) -> Result<MutexGuard<'_, ()>, CoordError> {
+        let sequencer = timeouts::waiting_for_lock(self.sequencer.lock()).await?;
+        self.in_flight.drain().await;
+        Ok(sequencer)
+    }
+
+    /// [`Self::lock_sequencer`] for work that must finish once begun (undoing or making
+    /// final a block's definitions, checkpoints): it waits as long as it takes.
+    pub(crate) async fn lock_sequencer_to_finish(&self) -> MutexGuard<'_, ()> {
         let sequencer = self.sequencer.lock().await;
         self.in_flight.drain().await;
         sequencer
+    }
+
+    /// The sequencer, owned, for a commit: waited for at most the statement's
+    /// `lock_timeout`.
+    pub(crate) async fn lock_sequencer_owned(&self) -> Result<OwnedMutexGuard<()>, CoordError> {
+        timeouts::waiting_for_lock(self.sequencer.clone().lock_owned()).await
     }
 
     /// Commits on a task of its own, so that a client that cancels its statement cannot stop
@@ -130,7 +146,7 @@ impl Coordinator {
             // nothing can have changed under it.
             WriteAccess::Sequenced(sequencer) => (sequencer, ReadCheck::Nothing),
             WriteAccess::Optimistic { through, reads } => (
-                self.sequencer.clone().lock_owned().await,
+                self.lock_sequencer_owned().await?,
                 ReadCheck::Since { through, reads },
             ),
         };
@@ -420,7 +436,7 @@ impl Coordinator {
         if !idle(self) {
             return Ok(());
         }
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer_to_finish().await;
         if !idle(self) {
             return Ok(());
         }

@@ -41,6 +41,8 @@ pub struct CoordConfig {
     pub retain_history_ms: u64,
     /// The most memory one query may use, in bytes (see `query_memory`).
     pub max_query_memory: usize,
+    /// Whether clients may connect with TLS (`SHOW ssl`).
+    pub ssl: bool,
 }
 
 /// The coordinator. Shared by all sessions.
@@ -82,6 +84,8 @@ pub struct Coordinator {
     pub(crate) sinks: Arc<pipelines::Sinks>,
     /// The roles.
     pub(crate) roles: Roles,
+    /// Whether clients may connect with TLS.
+    pub(crate) ssl: bool,
     /// The next transient dataflow (subscription) number.
     pub(crate) next_transient_id: AtomicU64,
     /// The next number naming a transaction block's definitions in the durable catalog.
@@ -147,6 +151,7 @@ impl Coordinator {
             subscriptions: subscriptions.clone(),
             sinks,
             roles,
+            ssl: config.ssl,
             next_transient_id: AtomicU64::new(0),
             next_ddl_block: AtomicU64::new(1),
             this: OnceLock::new(),
@@ -189,11 +194,15 @@ impl Coordinator {
         self.session_of(user, 0, startup).reported_settings()
     }
 
-    /// A session of `user`, `is_superuser` as its role is.
+    /// A session of `user`: `is_superuser` as its role is, `ssl` as the server is.
     fn session_of(&self, user: &str, backend_pid: i32, startup: &[(String, String)]) -> Session {
         let mut session = Session::new(user, backend_pid, startup);
+        let on_or_off = |on: bool| if on { "on" } else { "off" }.to_string();
         let superuser = self.roles.get(user).is_some_and(|role| role.superuser);
-        session.set_variable("is_superuser", if superuser { "on" } else { "off" }.into());
+        session.set_variable("is_superuser", on_or_off(superuser));
+        session.set_variable("ssl", on_or_off(self.ssl));
+        // The client hears of these in the startup's ParameterStatus messages.
+        session.take_reported_settings();
         session
     }
 
@@ -233,7 +242,7 @@ impl Coordinator {
     }
 
     /// Runs `execution` unless the session's transaction failed, under the session's
-    /// `statement_timeout`, failing the transaction if it fails.
+    /// `statement_timeout` and `lock_timeout`, failing the transaction if it fails.
     async fn execute_guarded(
         &self,
         session: &mut Session,
@@ -245,11 +254,13 @@ impl Coordinator {
             .variable(STATEMENT_TIMEOUT)
             .and_then(timeouts::parse)
             .filter(|limit| !limit.is_zero() && timeouts::applies_to(statement));
+        let lock_limit = session.lock_timeout();
+        let running = timeouts::with_lock_timeout(lock_limit, self.run(session, execution));
         let result = match limit {
-            Some(limit) => tokio::time::timeout(limit, self.run(session, execution))
+            Some(limit) => tokio::time::timeout(limit, running)
                 .await
                 .unwrap_or(Err(CoordError::StatementTimeout)),
-            None => self.run(session, execution).await,
+            None => running.await,
         };
         if result.is_err() {
             session.fail_transaction();

@@ -91,7 +91,7 @@ impl Coordinator {
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
         // A bulk load checks many keys: it holds the sequencer rather than risk a conflict.
-        let (access, _hold, snapshot) = self.begin_write(session, WriteAttempt::Sequenced).await;
+        let (access, _hold, snapshot) = self.begin_write(session, WriteAttempt::Sequenced).await?;
         let writes = self
             .plain_insert(&snapshot, &codecs, &table, &batch)
             .await?;

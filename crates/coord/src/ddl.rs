@@ -113,7 +113,7 @@ impl Coordinator {
         let mut planned = PlannedTable::new(&create.name, definition);
         self.plan_watermark(&mut planned, &create)?;
         let (schema, table) = (planned.schema.clone(), planned.name.clone());
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         let created = self.record_table(
             session,
             ItemKind::Table,
@@ -197,7 +197,7 @@ impl Coordinator {
         rename: Rename,
     ) -> Result<ExecuteResponse, CoordError> {
         let tag = rename.tag();
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         let Some(item) = self.resolve_item_if_exists(session, &rename.name, rename.if_exists)?
         else {
             return Ok(ExecuteResponse::command(tag));
@@ -345,7 +345,7 @@ impl Coordinator {
             "CREATE VIEW"
         };
         let planned = self.plan_view(&create).await?;
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         if self.exists(
             session,
             &planned.schema,
@@ -397,7 +397,7 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let on = self.resolve_item(session, &create.on)?;
         create.on = ObjectRef::qualified(&on.schema, &on.name);
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         self.record_index(session, &create).await?;
         Ok(ExecuteResponse::command("CREATE INDEX"))
     }
@@ -456,7 +456,7 @@ impl Coordinator {
             name,
             if_not_exists,
         } = create;
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         let taken = {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
             catalog.has_schema(&name) || system_catalog::is_system_schema(&name)
@@ -928,7 +928,7 @@ impl Coordinator {
             ItemKind::Schema => "a schema",
         };
         let tag = format!("DROP {}", type_name.to_uppercase());
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         let mut to_drop: Vec<GlobalId> = Vec::new();
         {
             let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());

@@ -33,7 +33,7 @@ impl Coordinator {
         let from = self.resolve_watched(session, &mut create.from)?;
         let (schema, name) = stored_name(&create.name);
         let create_sql = create.to_string();
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE SUBSCRIPTION"));
         }

@@ -113,6 +113,9 @@ pub enum CoordError {
     /// A source's connector refused its options or columns.
     #[error("{0}")]
     InvalidSourceOption(String),
+    /// A statement waited for a lock longer than the session's `lock_timeout`.
+    #[error("canceling statement due to lock timeout")]
+    LockTimeout,
     /// A statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,

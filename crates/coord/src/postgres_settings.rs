@@ -460,10 +460,110 @@ const RESTART_SETTINGS: &[&str] = &[
     "wal_log_hints",
 ];
 
+/// The settings of PostgreSQL 15 read from the configuration at start and at every reload
+/// (`pg_settings.context` is `sighup`), sorted: no session changes them.
+const RELOAD_SETTINGS: &[&str] = &[
+    "archive_cleanup_command",
+    "archive_command",
+    "archive_library",
+    "archive_timeout",
+    "authentication_timeout",
+    "autovacuum",
+    "autovacuum_analyze_scale_factor",
+    "autovacuum_analyze_threshold",
+    "autovacuum_naptime",
+    "autovacuum_vacuum_cost_delay",
+    "autovacuum_vacuum_cost_limit",
+    "autovacuum_vacuum_insert_scale_factor",
+    "autovacuum_vacuum_insert_threshold",
+    "autovacuum_vacuum_scale_factor",
+    "autovacuum_vacuum_threshold",
+    "autovacuum_work_mem",
+    "bgwriter_delay",
+    "bgwriter_flush_after",
+    "bgwriter_lru_maxpages",
+    "bgwriter_lru_multiplier",
+    "checkpoint_completion_target",
+    "checkpoint_flush_after",
+    "checkpoint_timeout",
+    "checkpoint_warning",
+    "db_user_namespace",
+    "fsync",
+    "full_page_writes",
+    "hot_standby_feedback",
+    "krb_caseins_users",
+    "krb_server_keyfile",
+    "log_autovacuum_min_duration",
+    "log_checkpoints",
+    "log_destination",
+    "log_directory",
+    "log_file_mode",
+    "log_filename",
+    "log_hostname",
+    "log_line_prefix",
+    "log_recovery_conflict_waits",
+    "log_rotation_age",
+    "log_rotation_size",
+    "log_startup_progress_interval",
+    "log_timezone",
+    "log_truncate_on_rotation",
+    "max_pred_locks_per_page",
+    "max_pred_locks_per_relation",
+    "max_slot_wal_keep_size",
+    "max_standby_archive_delay",
+    "max_standby_streaming_delay",
+    "max_sync_workers_per_subscription",
+    "max_wal_size",
+    "min_wal_size",
+    "pre_auth_delay",
+    "primary_conninfo",
+    "primary_slot_name",
+    "promote_trigger_file",
+    "recovery_end_command",
+    "recovery_init_sync_method",
+    "recovery_min_apply_delay",
+    "recovery_prefetch",
+    "remove_temp_files_after_crash",
+    "restart_after_crash",
+    "restore_command",
+    "ssl",
+    "ssl_ca_file",
+    "ssl_cert_file",
+    "ssl_ciphers",
+    "ssl_crl_dir",
+    "ssl_crl_file",
+    "ssl_dh_params_file",
+    "ssl_ecdh_curve",
+    "ssl_key_file",
+    "ssl_max_protocol_version",
+    "ssl_min_protocol_version",
+    "ssl_passphrase_command",
+    "ssl_passphrase_command_supports_reload",
+    "ssl_prefer_server_ciphers",
+    "synchronous_standby_names",
+    "syslog_facility",
+    "syslog_ident",
+    "syslog_sequence_numbers",
+    "syslog_split_messages",
+    "trace_recovery_messages",
+    "vacuum_defer_cleanup_age",
+    "wal_keep_size",
+    "wal_receiver_create_temp_slot",
+    "wal_receiver_status_interval",
+    "wal_receiver_timeout",
+    "wal_retrieve_retry_interval",
+    "wal_sync_method",
+    "wal_writer_delay",
+    "wal_writer_flush_after",
+];
+
 /// Why a session may not change setting `name`, if it may not: PostgreSQL's message.
 pub(crate) fn unchangeable(name: &str) -> Option<String> {
     if FIXED_SETTINGS.binary_search(&name).is_ok() {
         return Some(format!("parameter \"{name}\" cannot be changed"));
+    }
+    if RELOAD_SETTINGS.binary_search(&name).is_ok() {
+        return Some(format!("parameter \"{name}\" cannot be changed now"));
     }
     RESTART_SETTINGS
         .binary_search(&name)
@@ -477,7 +577,12 @@ mod tests {
 
     #[test]
     fn names_are_sorted_and_known_ones_found() {
-        for names in [POSTGRES_SETTINGS, FIXED_SETTINGS, RESTART_SETTINGS] {
+        for names in [
+            POSTGRES_SETTINGS,
+            FIXED_SETTINGS,
+            RELOAD_SETTINGS,
+            RESTART_SETTINGS,
+        ] {
             assert!(names.windows(2).all(|w| w[0] < w[1]));
         }
         assert_eq!(
@@ -487,6 +592,10 @@ mod tests {
         assert_eq!(
             unchangeable("server_version").as_deref(),
             Some("parameter \"server_version\" cannot be changed")
+        );
+        assert_eq!(
+            unchangeable("ssl").as_deref(),
+            Some("parameter \"ssl\" cannot be changed now")
         );
         assert_eq!(unchangeable("statement_timeout"), None);
         for name in [

@@ -33,7 +33,7 @@ impl Coordinator {
         create.name = self.name_for_new_item(session, &create.name)?;
         let from = self.resolve_watched(session, &mut create.from)?;
         let (schema, name) = stored_name(&create.name);
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer().await?;
         if self.exists(session, &schema, &name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE SINK"));
         }

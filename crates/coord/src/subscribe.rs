@@ -34,7 +34,7 @@ impl Coordinator {
         let id = GlobalId::transient(self.next_transient_id.fetch_add(1, Ordering::Relaxed));
         // Under the sequencer no commit interleaves: the dataflow starts from the state at
         // the read time, and the streams it reads are fed their history up to it.
-        let sequencer = self.lock_sequencer().await;
+        let sequencer = self.lock_sequencer().await?;
         let read_time = self.oracle.read_time();
         // `AS OF t` starts at `t`: the snapshot holds what happened before it, and every
         // change at `t` or later follows. Without it, the snapshot holds every committed write.

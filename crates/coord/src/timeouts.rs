@@ -1,17 +1,23 @@
 //! The timeout settings, read and shown as PostgreSQL reads and shows them:
 //! `statement_timeout` (how long a query or a write may run before it is cancelled, 57014),
+//! `lock_timeout` (how long a statement may wait for the sequencer, the one lock DDL and
+//! commits take, before it is cancelled, 55P03),
 //! `idle_in_transaction_session_timeout` and `idle_session_timeout` (how long a client may
 //! leave its session idle, in a transaction block or not, before its connection is ended;
 //! enforced by the server, which sees the client wait).
 
+use std::future::Future;
 use std::time::Duration;
 
 use sql::Statement;
 
+use crate::error::CoordError;
 use crate::session::{Session, TransactionStatus};
 
 /// How long a query or a write may run.
 pub(crate) const STATEMENT_TIMEOUT: &str = "statement_timeout";
+/// How long a statement may wait for a lock.
+const LOCK_TIMEOUT: &str = "lock_timeout";
 /// How long a session may stay idle inside a transaction block.
 const IDLE_IN_TRANSACTION_SESSION_TIMEOUT: &str = "idle_in_transaction_session_timeout";
 /// How long a session may stay idle outside a transaction block.
@@ -20,6 +26,7 @@ const IDLE_SESSION_TIMEOUT: &str = "idle_session_timeout";
 /// The settings whose values are durations in milliseconds.
 pub(crate) const TIMEOUT_SETTINGS: &[&str] = &[
     STATEMENT_TIMEOUT,
+    LOCK_TIMEOUT,
     IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
     IDLE_SESSION_TIMEOUT,
 ];
@@ -43,7 +50,43 @@ impl IdleTimeout {
     }
 }
 
+tokio::task_local! {
+    /// The `lock_timeout` of the statement the task runs (see [`with_lock_timeout`]).
+    static STATEMENT_LOCK_TIMEOUT: Option<Duration>;
+}
+
+/// Runs `statement` so that its waits for locks ([`waiting_for_lock`]) last at most
+/// `limit`.
+pub(crate) async fn with_lock_timeout<T>(
+    limit: Option<Duration>,
+    statement: impl Future<Output = T>,
+) -> T {
+    STATEMENT_LOCK_TIMEOUT.scope(limit, statement).await
+}
+
+/// Waits for `lock`: at most the `lock_timeout` of the statement that waits (55P03 past
+/// it); as long as it takes outside a statement (a source's batch, a checkpoint).
+pub(crate) async fn waiting_for_lock<T>(lock: impl Future<Output = T>) -> Result<T, CoordError> {
+    match STATEMENT_LOCK_TIMEOUT
+        .try_with(|limit| *limit)
+        .ok()
+        .flatten()
+    {
+        Some(limit) => tokio::time::timeout(limit, lock)
+            .await
+            .map_err(|_| CoordError::LockTimeout),
+        None => Ok(lock.await),
+    }
+}
+
 impl Session {
+    /// The session's `lock_timeout`, if one is set.
+    pub(crate) fn lock_timeout(&self) -> Option<Duration> {
+        self.variable(LOCK_TIMEOUT)
+            .and_then(parse)
+            .filter(|limit| !limit.is_zero())
+    }
+
     /// The idle timeout that applies to the session now, if one is set.
     pub fn idle_timeout(&self) -> Option<IdleTimeout> {
         let (setting, timeout): (_, fn(Duration) -> IdleTimeout) = match self.transaction_status() {

@@ -138,7 +138,7 @@ impl Coordinator {
         if block.ddl.len() <= keep {
             return Ok(());
         }
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer_to_finish().await;
         if let Some(id) = block.ddl_block {
             self.durable.undo_block(id, keep)?;
         }
@@ -167,7 +167,7 @@ impl Coordinator {
         let Some(id) = block.ddl_block.take() else {
             return Ok(());
         };
-        let _sequencer = self.lock_sequencer().await;
+        let _sequencer = self.lock_sequencer_to_finish().await;
         self.durable.commit_block(id)?;
         for change in std::mem::take(&mut block.ddl) {
             if let DdlChange::Dropped(dropped) = change {

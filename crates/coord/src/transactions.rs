@@ -60,7 +60,7 @@ impl Coordinator {
             Transaction::Block(mut block) => {
                 let writes = std::mem::take(&mut block.writes);
                 if !writes.is_empty() {
-                    let sequencer = self.sequencer.clone().lock_owned().await;
+                    let sequencer = self.lock_sequencer_owned().await?;
                     let committed = self
                         .commit_detached(
                             writes,

@@ -117,7 +117,7 @@ impl Coordinator {
         attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &insert.table)?;
-        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await?;
         let context =
             self.query_context_at(session, hold, &snapshot.overlay, snapshot.reads.clone());
         let (batches, on_conflict) = match rows {
@@ -304,7 +304,7 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &update.table)?;
         let assigned = assigned_positions(update, &codecs, &table.name)?;
-        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await?;
         let (batch, hold) = self
             .rows_to_change(
                 session,
@@ -387,7 +387,7 @@ impl Coordinator {
         attempt: WriteAttempt,
     ) -> Result<ExecuteResponse, CoordError> {
         let (table, codecs) = self.writable_table(session, &delete.table)?;
-        let (access, hold, snapshot) = self.begin_write(session, attempt).await;
+        let (access, hold, snapshot) = self.begin_write(session, attempt).await?;
         let (batch, hold) = self
             .rows_to_change(
                 session,

@@ -33,8 +33,8 @@ mod values;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use coord::Coordinator;
 use tokio::net::TcpListener;
@@ -58,10 +58,13 @@ struct ConnectionHandlers {
 }
 
 /// How the Postgres listener admits clients: the access rules that pick each client's
-/// authentication method, and TLS.
+/// authentication method (read again from their file by [`Security::reload_rules`]), and
+/// TLS. Clones share the rules.
+#[derive(Clone)]
 pub struct Security {
-    rules: AccessRules,
-    tls: Option<Tls>,
+    rules_file: Option<PathBuf>,
+    rules: Arc<RwLock<Arc<AccessRules>>>,
+    tls: Option<Arc<Tls>>,
 }
 
 impl Security {
@@ -72,7 +75,37 @@ impl Security {
             Some(path) => AccessRules::load(path).map_err(|e| e.to_string())?,
             None => AccessRules::default_rules(),
         };
-        Ok(Security { rules, tls })
+        Ok(Security {
+            rules_file: rules_file.map(Path::to_path_buf),
+            rules: Arc::new(RwLock::new(Arc::new(rules))),
+            tls: tls.map(Arc::new),
+        })
+    }
+
+    /// Reads the rule file again (as PostgreSQL reads `pg_hba.conf` on SIGHUP): clients that
+    /// connect from now on are admitted by its rules. A file that cannot be read or has an
+    /// error leaves the rules in force as they were, and says why in the log.
+    pub fn reload_rules(&self) {
+        let Some(path) = &self.rules_file else {
+            tracing::info!("no access rule file to reload: the built-in rules stay in force");
+            return;
+        };
+        match AccessRules::load(path) {
+            Ok(rules) => {
+                *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rules);
+                tracing::info!(file = %path.display(), "access rules reloaded");
+            }
+            Err(e) => tracing::error!(
+                file = %path.display(),
+                error = %e,
+                "the access rule file was not reloaded; the rules in force stay"
+            ),
+        }
+    }
+
+    /// The rules in force.
+    fn rules(&self) -> Arc<AccessRules> {
+        self.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -97,11 +130,11 @@ pub async fn serve(
         .map(|tls| tls.certificate_pem.as_slice());
     let passwords = PasswordMethods::new(coord.clone(), certificate_pem)
         .map_err(|e| format!("the TLS certificate cannot be used for channel binding: {e}"))?;
-    let tls = security.tls.map(|tls| tls.acceptor);
+    let tls = security.tls.as_ref().map(|tls| tls.acceptor.clone());
     let startup = Arc::new(Startup::new(
         backends.clone(),
         coord.clone(),
-        security.rules,
+        security.clone(),
         passwords,
     ));
     tokio::pin!(shutdown);

@@ -31,6 +31,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::HistoryUnavailable(_) => "55000",
         CoordError::CannotChangeSetting(_) => "55P02",
         CoordError::StatementTimeout => "57014",
+        CoordError::LockTimeout => "55P03",
         CoordError::SubscriberTooSlow { .. } => "53400",
     }
 }

@@ -19,9 +19,10 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
-use crate::access_rules::{AccessRules, AuthMethod, ConnectionFacts};
+use crate::access_rules::{AuthMethod, ConnectionFacts};
 use crate::authentication::PasswordMethods;
 use crate::backends::{Admission, BackendRegistry, BackendStart, Registration};
+use crate::Security;
 
 /// The ParameterStatus values of a new session, as PostgreSQL 15 reports them.
 pub(crate) struct ServerParameters {
@@ -109,7 +110,7 @@ pub(crate) struct Startup {
     driver: AuthDriver<ServerParameters>,
     backends: Arc<BackendRegistry>,
     coord: Arc<Coordinator>,
-    rules: AccessRules,
+    security: Security,
     passwords: PasswordMethods,
 }
 
@@ -120,7 +121,7 @@ impl Startup {
     pub fn new(
         backends: Arc<BackendRegistry>,
         coord: Arc<Coordinator>,
-        rules: AccessRules,
+        security: Security,
         passwords: PasswordMethods,
     ) -> Self {
         Self {
@@ -129,7 +130,7 @@ impl Startup {
             }),
             backends,
             coord,
-            rules,
+            security,
             passwords,
         }
     }
@@ -157,7 +158,7 @@ impl Startup {
             database: &database,
             tls: client.is_secure(),
         };
-        let method = self.rules.method_for(&facts);
+        let method = self.security.rules().method_for(&facts);
         let encryption = if facts.tls {
             "SSL encryption"
         } else {

@@ -63,7 +63,7 @@ impl Coordinator {
         let late_table = self.resolve_side_table(session, &mut create, &LATE_TABLE)?;
         let create_sql = create.to_string();
         let planned = self.plan_source(&create)?;
-        let sequencer = self.lock_sequencer().await;
+        let sequencer = self.lock_sequencer().await?;
         let created = self.record_table(
             session,
             ItemKind::Source,

@@ -50,7 +50,7 @@ impl Coordinator {
         }
         let create_sql = from.to_string();
         let planned = self.plan_table(&from.table)?;
-        let sequencer = self.lock_sequencer().await;
+        let sequencer = self.lock_sequencer().await?;
         let created = self.record_table(
             session,
             ItemKind::Table,
@@ -120,7 +120,7 @@ impl Coordinator {
         // No batch of the old reader commits after this: commits check the stop flag under
         // the sequencer, so the position read here is the last durable one.
         let (position, watermark) = {
-            let _sequencer = self.lock_sequencer().await;
+            let _sequencer = self.lock_sequencer_to_finish().await;
             (self.sources.position(id), self.sources.watermark(id))
         };
         self.start_source(id, &create, position, watermark)
