@@ -142,6 +142,10 @@ pub enum CoordError {
     /// An outside system (a sink's target) could not be reached.
     #[error("{0}")]
     ConnectionFailure(String),
+    /// The disk is full: the statement's changes were not logged, and nothing of them
+    /// counts; later statements succeed once there is space.
+    #[error("{0}")]
+    DiskFull(String),
     /// The durable log or catalog failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -199,7 +203,10 @@ impl From<DataFusionError> for CoordError {
 
 impl From<storage::StorageError> for CoordError {
     fn from(e: storage::StorageError) -> Self {
-        CoordError::Storage(e.to_string())
+        match e {
+            storage::StorageError::DiskFull(_) => CoordError::DiskFull(e.to_string()),
+            other => CoordError::Storage(other.to_string()),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::InvalidSourceOption(_) | CoordError::InvalidParameterValue { .. } => "22023",
         CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
+        CoordError::DiskFull(_) => "53100",
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",
         CoordError::CannotChangeSetting(_) => "55P02",
@@ -96,6 +97,7 @@ pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
         }
         CoordError::WrongObjectType { hint, .. } => info.hint = hint.clone(),
         CoordError::ReservedName { detail, .. } => info.detail = detail.clone(),
+        CoordError::DiskFull(_) => info.hint = Some("Check free disk space.".into()),
         CoordError::Sql(SqlError::InconsistentParameterType { detail, .. }) => {
             info.detail = Some(detail.clone())
         }

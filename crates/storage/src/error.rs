@@ -134,6 +134,10 @@ pub enum StorageError {
     /// fsync failure is not retryable, so the log refuses every later append; reopen it.
     #[error("the WAL failed to write or fsync and refuses appends: {0}")]
     WalFailed(#[source] Arc<io::Error>),
+    /// The disk is full: the commit was not logged (nothing of it reached the disk), and the
+    /// log takes later commits once there is space.
+    #[error("could not write to the log: {0}")]
+    DiskFull(#[source] Arc<io::Error>),
     /// A write or fsync of a change log failed. As with the WAL, what was written may or may
     /// not be durable, so the log refuses every later append until it is reopened.
     #[error("change log {} failed to write or fsync and refuses appends: {source}", path.display())]

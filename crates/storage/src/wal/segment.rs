@@ -207,6 +207,9 @@ impl ActiveSegment {
     }
 
     /// Appends already framed records (not yet durable) and notes their count and latest time.
+    /// A write that fails is taken back: whatever part of `frames` reached the file is cut
+    /// off, so the segment ends at its last whole record again and the error keeps its kind
+    /// (a full disk is `StorageFull`); if even that fails, the error is of kind `Other`.
     pub(super) fn write(
         &mut self,
         frames: &[u8],
@@ -216,7 +219,15 @@ impl ActiveSegment {
         if frames.is_empty() {
             return Ok(());
         }
-        self.file.write_all(frames).map_err(|e| self.with_path(e))?;
+        if let Err(error) = self.file.write_all(frames) {
+            if let Err(undo) = self.file.set_len(self.len_bytes) {
+                return Err(io::Error::other(format!(
+                    "{}: a failed write ({error}) could not be taken back: {undo}",
+                    self.path.display()
+                )));
+            }
+            return Err(self.with_path(error));
+        }
         self.len_bytes += frames.len() as u64;
         self.records += records;
         self.max_time = self.max_time.max(max_time);

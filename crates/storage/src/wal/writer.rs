@@ -6,6 +6,11 @@
 //! kernel may have dropped the dirty pages, so retrying could report durability that is not
 //! there (PostgreSQL's "fsyncgate"). Every waiting append gets the error and later appends are
 //! refused until the log is reopened, which re-reads what actually reached the disk.
+//!
+//! But a full disk is not a failure of what is already durable: a group whose first write
+//! finds no space is taken back whole (nothing of it reached the log), its appends fail with
+//! [`StorageError::DiskFull`], and the log goes on: the next group is written once there is
+//! space again.
 
 use std::io;
 use std::mem;
@@ -79,38 +84,64 @@ impl LogState {
     }
 
     /// Writes `group` in order, rotating as segments fill, and fsyncs it.
-    fn write_group(&mut self, group: &[PendingAppend]) -> io::Result<()> {
+    fn write_group(&mut self, group: &[PendingAppend]) -> Result<(), GroupFailure> {
         let mut buffer: Vec<u8> = Vec::new();
         let mut buffered_records = 0;
         let mut buffered_max_time = None;
+        let mut logged_any = false;
         for append in group {
             let frame_len = append.frame.len() as u64;
             let buffered_len = self.active.len_bytes + buffer.len() as u64;
             let is_full = buffered_len > 0 && buffered_len + frame_len > self.segment_bytes;
             if is_full {
-                self.flush(&mut buffer, &mut buffered_records, &mut buffered_max_time)?;
-                self.active.sync()?;
-                self.rotate().map_err(io::Error::other)?;
+                logged_any |= self
+                    .flush(&mut buffer, &mut buffered_records, &mut buffered_max_time)
+                    .map_err(|e| GroupFailure::of_write(e, logged_any))?;
+                self.active.sync().map_err(GroupFailure::Failed)?;
+                self.rotate()
+                    .map_err(|e| GroupFailure::Failed(io::Error::other(e)))?;
             }
             buffer.extend_from_slice(&append.frame);
             buffered_records += 1;
             buffered_max_time = buffered_max_time.max(Some(append.time));
         }
-        self.flush(&mut buffer, &mut buffered_records, &mut buffered_max_time)?;
-        self.active.sync()
+        self.flush(&mut buffer, &mut buffered_records, &mut buffered_max_time)
+            .map_err(|e| GroupFailure::of_write(e, logged_any))?;
+        self.active.sync().map_err(GroupFailure::Failed)
     }
 
+    /// Writes what is buffered; whether there was anything to write.
     fn flush(
         &mut self,
         buffer: &mut Vec<u8>,
         records: &mut u64,
         max_time: &mut Option<Timestamp>,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
+        let wrote = !buffer.is_empty();
         self.active.write(buffer, *records, *max_time)?;
         buffer.clear();
         *records = 0;
         *max_time = None;
-        Ok(())
+        Ok(wrote)
+    }
+}
+
+/// Why a group could not be logged.
+enum GroupFailure {
+    /// The disk is full, and nothing of the group reached the log: the log is as it was.
+    DiskFull(io::Error),
+    /// Anything else: what reached the disk is unknown until the log is reopened.
+    Failed(io::Error),
+}
+
+impl GroupFailure {
+    /// A failed write, after `logged_any` (whether part of the group was written before).
+    fn of_write(error: io::Error, logged_any: bool) -> Self {
+        if !logged_any && error.kind() == io::ErrorKind::StorageFull {
+            GroupFailure::DiskFull(error)
+        } else {
+            GroupFailure::Failed(error)
+        }
     }
 }
 
@@ -229,7 +260,18 @@ impl Shared {
                         let _ = append.ack.send(Ok(()));
                     }
                 }
-                Err(error) => {
+                Err(GroupFailure::DiskFull(error)) => {
+                    tracing::warn!(
+                        %error,
+                        records = group.len(),
+                        "the disk is full: these commits failed and the log goes on once there is space"
+                    );
+                    let error = Arc::new(error);
+                    for append in group {
+                        let _ = append.ack.send(Err(StorageError::DiskFull(error.clone())));
+                    }
+                }
+                Err(GroupFailure::Failed(error)) => {
                     let failure = self.poison(error);
                     for append in group {
                         let _ = append
