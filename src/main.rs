@@ -1,5 +1,8 @@
 //! The `fluxion` binary: parses the command line and runs the server.
 
+// The server's connection futures are laid out here too (see crates/server/src/lib.rs).
+#![recursion_limit = "256"]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

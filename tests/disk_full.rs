@@ -1,6 +1,6 @@
-//! A full disk, as PostgreSQL meets one: a write that finds no space fails with 53100 (and
-//! PostgreSQL's hint), nothing acknowledged is lost, and writes succeed again by themselves
-//! once there is space, without a restart. The data directory is on a small tmpfs mounted for
+//! A full disk, as PostgreSQL meets one: a write or a definition that finds no space fails
+//! with 53100 (and PostgreSQL's hint), nothing acknowledged is lost, and writes and
+//! definitions succeed again by themselves once there is space, without a restart. The data directory is on a small tmpfs mounted for
 //! the test, which needs root (as CI runs); a few megabytes of filler take the space that is
 //! freed later.
 
@@ -60,6 +60,19 @@ async fn insert_batch(client: &tokio_postgres::Client, first: i64) -> Result<(),
     })
 }
 
+/// Writes `path` until the disk has no byte left (the log's refusal leaves a few blocks the
+/// catalog could still use).
+fn fill_to_the_last_byte(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).expect("the file is created");
+    let block = vec![0u8; 4096];
+    while file
+        .write_all(&block)
+        .and_then(|()| file.sync_all())
+        .is_ok()
+    {}
+}
+
 /// The rows of `t` and what the view over it says of them.
 async fn counts(client: &tokio_postgres::Client) -> (Vec<String>, Vec<String>) {
     (
@@ -108,7 +121,20 @@ async fn a_full_disk_is_53100_loses_nothing_and_writes_resume_once_there_is_spac
         insert_batch(&client, acknowledged).await.is_err(),
         "still full"
     );
-
+    let last_bytes = disk.path().join("last_bytes");
+    fill_to_the_last_byte(&last_bytes);
+    // The definition is large, so the catalog must grow its file to keep it.
+    let large_definition = format!(
+        "CREATE VIEW refused AS SELECT '{}' AS s",
+        "x".repeat(1 << 20)
+    );
+    let refusal = client
+        .batch_execute(&large_definition)
+        .await
+        .expect_err("a definition on a full disk is refused");
+    let refusal = refusal.as_db_error().expect("an error response");
+    assert_eq!(refusal.code().code(), "53100", "{refusal}");
+    std::fs::remove_file(&last_bytes).expect("the last bytes are freed");
     std::fs::remove_file(&filler).expect("the filler is removed");
     insert_batch(&client, acknowledged)
         .await
@@ -116,6 +142,10 @@ async fn a_full_disk_is_53100_loses_nothing_and_writes_resume_once_there_is_spac
     acknowledged += 500;
     let expected = vec![acknowledged.to_string()];
     assert_eq!(counts(&client).await, (expected.clone(), expected.clone()));
+    client
+        .batch_execute("CREATE TABLE later (a int); INSERT INTO later VALUES (1)")
+        .await
+        .expect("with space again, a definition succeeds without a restart");
 
     drop(client);
     server.kill();
@@ -129,6 +159,11 @@ async fn a_full_disk_is_53100_loses_nothing_and_writes_resume_once_there_is_spac
         )
         .await,
         ["0"]
+    );
+    assert_eq!(rows(&client, "SELECT a FROM later").await, ["1"]);
+    assert!(
+        client.simple_query("SELECT * FROM refused").await.is_err(),
+        "the refused definition was not kept"
     );
     drop(client);
     drop(server);

@@ -203,9 +203,10 @@ impl From<DataFusionError> for CoordError {
 
 impl From<storage::StorageError> for CoordError {
     fn from(e: storage::StorageError) -> Self {
-        match e {
-            storage::StorageError::DiskFull(_) => CoordError::DiskFull(e.to_string()),
-            other => CoordError::Storage(other.to_string()),
+        if e.is_disk_full() {
+            CoordError::DiskFull(e.to_string())
+        } else {
+            CoordError::Storage(e.to_string())
         }
     }
 }

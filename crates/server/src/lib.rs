@@ -12,6 +12,10 @@
 //! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
+// A connection's futures nest the coordinator's deeply; a cold build lays them out past the
+// default query depth.
+#![recursion_limit = "256"]
+
 mod access_rules;
 mod authentication;
 mod backends;

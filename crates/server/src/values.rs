@@ -179,7 +179,8 @@ fn bytea_text(bytes: &[u8]) -> String {
 }
 
 fn date_text(days: i32) -> String {
-    chrono::NaiveDate::from_num_days_from_ce_opt(days + 719_163)
+    days.checked_add(719_163)
+        .and_then(chrono::NaiveDate::from_num_days_from_ce_opt)
         .map(|d| d.format("%Y-%m-%d").to_string())
         .unwrap_or_else(|| days.to_string())
 }
@@ -277,11 +278,14 @@ fn write_binary(
             *scale,
             out,
         ),
-        DataType::Date32 => {
-            out.put_i32(array.as_primitive::<Date32Type>().value(row) - PG_EPOCH_OFFSET_DAYS)
-        }
+        DataType::Date32 => out.put_i32(
+            array
+                .as_primitive::<Date32Type>()
+                .value(row)
+                .saturating_sub(PG_EPOCH_OFFSET_DAYS),
+        ),
         DataType::Timestamp(unit, _) => {
-            out.put_i64(timestamp_micros(array, row, unit) - PG_EPOCH_OFFSET_MICROS)
+            out.put_i64(timestamp_micros(array, row, unit).saturating_sub(PG_EPOCH_OFFSET_MICROS))
         }
         DataType::Time64(TimeUnit::Microsecond) => {
             out.put_i64(array.as_primitive::<Time64MicrosecondType>().value(row))

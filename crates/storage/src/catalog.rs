@@ -4,14 +4,21 @@
 //! Items keep the SQL that created them, not plans: the coordinator re-plans on boot. Every
 //! write commits with `Durability::Immediate`, so a returned `Ok` survives a crash.
 //!
+//! An I/O error (a full disk) leaves redb refusing every later transaction until the database
+//! is opened again; the catalog opens it again before its next transaction, so definitions
+//! work again as soon as there is space, without a restart.
+//!
 //! DDL inside a transaction block is applied at once, beside the steps that undo it
 //! ([`Catalog::apply_in_block`]); ROLLBACK applies those steps, COMMIT forgets them, and a
 //! block still open when the process stopped is undone when the catalog is opened again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 use redb::{
-    Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    WriteTransaction,
 };
 use repr::{GlobalId, ItemKind, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -66,7 +73,11 @@ pub enum CatalogOp {
 
 /// The durable catalog. Shareable between threads; redb serializes writers.
 pub struct Catalog {
-    pub(crate) db: Database,
+    path: PathBuf,
+    /// The database (`None` only while it is opened again after an I/O error).
+    db: RwLock<Option<Box<Database>>>,
+    /// Whether a transaction met an I/O error, so redb must be opened again.
+    broken: AtomicBool,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -80,7 +91,9 @@ impl Catalog {
     /// the changes of every transaction block that was open when it was last used.
     pub fn open(path: &Path) -> Result<Catalog, StorageError> {
         let catalog = Catalog {
-            db: Database::create(path)?,
+            path: path.to_path_buf(),
+            db: RwLock::new(Some(Box::new(Database::create(path)?))),
+            broken: AtomicBool::new(false),
         };
         let undone = catalog.write(|txn| {
             txn.open_table(ITEMS)?;
@@ -159,25 +172,27 @@ impl Catalog {
 
     /// Every item, ordered by id.
     pub fn items(&self) -> Result<Vec<CatalogItem>, StorageError> {
-        let txn = self.db.begin_read()?;
-        let items = txn.open_table(ITEMS)?;
-        let mut out = Vec::new();
-        for entry in items.iter()? {
-            let (key, value) = entry?;
-            let id = GlobalId(key.value());
-            let item = serde_json::from_slice(value.value())
-                .map_err(|source| StorageError::CorruptCatalogItem { id, source })?;
-            out.push(item);
-        }
-        Ok(out)
+        self.read(|txn| {
+            let items = txn.open_table(ITEMS)?;
+            let mut out = Vec::new();
+            for entry in items.iter()? {
+                let (key, value) = entry?;
+                let id = GlobalId(key.value());
+                let item = serde_json::from_slice(value.value())
+                    .map_err(|source| StorageError::CorruptCatalogItem { id, source })?;
+                out.push(item);
+            }
+            Ok(out)
+        })
     }
 
     /// The highest time the timestamp oracle has handed out (0 on a fresh catalog).
     pub fn timestamp_high_water(&self) -> Result<Timestamp, StorageError> {
-        let txn = self.db.begin_read()?;
-        let counters = txn.open_table(COUNTERS)?;
-        let high_water = counters.get(TIMESTAMP_HIGH_WATER)?.map_or(0, |v| v.value());
-        Ok(high_water)
+        self.read(|txn| {
+            let counters = txn.open_table(COUNTERS)?;
+            let high_water = counters.get(TIMESTAMP_HIGH_WATER)?.map_or(0, |v| v.value());
+            Ok(high_water)
+        })
     }
 
     /// Raises the timestamp high-water mark to `time` if it is lower; never lowers it, so times
@@ -196,10 +211,11 @@ impl Catalog {
 
     /// The value of a setting, if it was ever set.
     pub fn get_setting(&self, key: &str) -> Result<Option<String>, StorageError> {
-        let txn = self.db.begin_read()?;
-        let settings = txn.open_table(SETTINGS)?;
-        let value = settings.get(key)?.map(|v| v.value().to_string());
-        Ok(value)
+        self.read(|txn| {
+            let settings = txn.open_table(SETTINGS)?;
+            let value = settings.get(key)?.map(|v| v.value().to_string());
+            Ok(value)
+        })
     }
 
     /// Stores a setting durably, replacing any earlier value.
@@ -223,17 +239,18 @@ impl Catalog {
         &self,
         prefix: &str,
     ) -> Result<Vec<(String, String)>, StorageError> {
-        let txn = self.db.begin_read()?;
-        let settings = txn.open_table(SETTINGS)?;
-        let mut found = Vec::new();
-        for entry in settings.range(prefix..)? {
-            let (key, value) = entry?;
-            if !key.value().starts_with(prefix) {
-                break;
+        self.read(|txn| {
+            let settings = txn.open_table(SETTINGS)?;
+            let mut found = Vec::new();
+            for entry in settings.range(prefix..)? {
+                let (key, value) = entry?;
+                if !key.value().starts_with(prefix) {
+                    break;
+                }
+                found.push((key.value().to_string(), value.value().to_string()));
             }
-            found.push((key.value().to_string(), value.value().to_string()));
-        }
-        Ok(found)
+            Ok(found)
+        })
     }
 
     /// Runs `body` in a write transaction and commits it durably if it succeeds; a failed body
@@ -242,11 +259,65 @@ impl Catalog {
         &self,
         body: impl FnOnce(&WriteTransaction) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
-        let out = body(&txn)?;
-        txn.commit()?;
-        Ok(out)
+        self.with_database(|db| {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(Durability::Immediate)?;
+            let out = body(&txn)?;
+            txn.commit()?;
+            Ok(out)
+        })
+    }
+
+    /// Runs `body` in a read transaction.
+    pub(crate) fn read<T>(
+        &self,
+        body: impl FnOnce(&ReadTransaction) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        self.with_database(|db| body(&db.begin_read()?))
+    }
+
+    /// Runs `body` on the database, opened again first if an earlier transaction met an I/O
+    /// error (after which redb refuses every transaction); an I/O error of `body` marks it
+    /// to be opened again.
+    fn with_database<T>(
+        &self,
+        body: impl FnOnce(&Database) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        if self.broken.load(Ordering::Acquire) {
+            self.open_again()?;
+        }
+        let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+        let Some(database) = db.as_ref() else {
+            return Err(StorageError::Catalog(redb::Error::DatabaseClosed));
+        };
+        let result = body(database);
+        if matches!(
+            &result,
+            Err(StorageError::Catalog(
+                redb::Error::Io(_) | redb::Error::PreviousIo
+            ))
+        ) {
+            self.broken.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Closes the database and opens it again (redb checks it and repairs what an
+    /// interrupted commit left); if that fails, the next transaction tries again.
+    fn open_again(&self) -> Result<(), StorageError> {
+        let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if !self.broken.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // redb locks its file: the old handle is closed before the file is opened again.
+        *db = None;
+        *db = Some(Box::new(Database::create(&self.path)?));
+        self.broken.store(false, Ordering::Release);
+        tracing::info!(
+            path = %self.path.display(),
+            "catalog database opened again after an I/O error"
+        );
+        Ok(())
     }
 }
 

@@ -188,3 +188,17 @@ from_redb!(
     redb::CommitError,
     redb::SetDurabilityError
 );
+
+impl StorageError {
+    /// Whether the disk was full: nothing of the failed change was kept, and it can succeed
+    /// once there is space.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StorageError::DiskFull(_) => true,
+            StorageError::Catalog(redb::Error::Io(error)) => {
+                error.kind() == io::ErrorKind::StorageFull
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Roles ([`Role`]), kept in the catalog database beside the items, by OID. Each write is
 //! durable when it returns; this crate sees only password verifiers, never passwords.
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{ReadableTable, TableDefinition};
 use repr::Role;
 
 use crate::{Catalog, StorageError};
@@ -12,17 +12,18 @@ pub(crate) const ROLES: TableDefinition<u32, &[u8]> = TableDefinition::new("role
 impl Catalog {
     /// Every role, by OID.
     pub fn roles(&self) -> Result<Vec<Role>, StorageError> {
-        let txn = self.db.begin_read()?;
-        let roles = txn.open_table(ROLES)?;
-        let mut out = Vec::new();
-        for entry in roles.iter()? {
-            let (key, value) = entry?;
-            let oid = key.value();
-            let role = serde_json::from_slice(value.value())
-                .map_err(|source| StorageError::CorruptRole { oid, source })?;
-            out.push(role);
-        }
-        Ok(out)
+        self.read(|txn| {
+            let roles = txn.open_table(ROLES)?;
+            let mut out = Vec::new();
+            for entry in roles.iter()? {
+                let (key, value) = entry?;
+                let oid = key.value();
+                let role = serde_json::from_slice(value.value())
+                    .map_err(|source| StorageError::CorruptRole { oid, source })?;
+                out.push(role);
+            }
+            Ok(out)
+        })
     }
 
     /// Stores `role`, replacing the role of the same OID.
