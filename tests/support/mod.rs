@@ -241,6 +241,23 @@ impl TestServer {
         client
     }
 
+    /// Connects a tokio-postgres client as role `user` (loopback connections are trusted).
+    pub async fn connect_as(&self, user: &str) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(
+            &format!(
+                "host=127.0.0.1 port={} user={user} dbname=fluxion",
+                self.port
+            ),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("connect to fluxion as {user}: {e}"));
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
     /// Kills the server with SIGKILL, as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

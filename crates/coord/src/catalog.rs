@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
-use repr::{GlobalId, ItemKind, RelationDesc};
+use repr::{GlobalId, ItemKind, Ownership, RelationDesc};
 use sql::catalog::{KeyedArrangement, RelationTable, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 
@@ -51,18 +51,6 @@ pub(crate) enum ItemDetails {
 }
 
 impl Item {
-    /// The item as the durable catalog stores it.
-    pub fn stored(&self) -> storage::CatalogItem {
-        storage::CatalogItem {
-            id: self.id,
-            name: self.name.clone(),
-            schema: self.schema.clone(),
-            kind: self.kind,
-            create_sql: self.create_sql.clone(),
-            depends_on: self.depends_on.clone(),
-        }
-    }
-
     /// The relation's description, for tables and materialized views.
     pub fn relation(&self) -> Option<&Arc<RelationTable>> {
         match &self.details {
@@ -85,7 +73,7 @@ impl Item {
 }
 
 /// All planned items, by id and by (schema, name).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Catalog {
     items: BTreeMap<GlobalId, Item>,
     by_name: HashMap<(String, String), GlobalId>,
@@ -93,11 +81,74 @@ pub(crate) struct Catalog {
     schemas: BTreeMap<String, GlobalId>,
     /// `COMMENT ON` texts by item and column number (0: the item itself).
     pub comments: BTreeMap<(GlobalId, u32), String>,
+    /// The owner and ACL of each item (kept while a dropped item may come back in a
+    /// ROLLBACK; removed when it is released).
+    ownership: BTreeMap<GlobalId, Ownership>,
+    /// The owner and ACL of the built-in `public` schema.
+    pub public_schema: Ownership,
     /// How many times items were added, removed or changed.
     generation: u64,
 }
 
+impl Default for Catalog {
+    fn default() -> Catalog {
+        Catalog {
+            items: BTreeMap::new(),
+            by_name: HashMap::new(),
+            schemas: BTreeMap::new(),
+            comments: BTreeMap::new(),
+            ownership: BTreeMap::new(),
+            public_schema: Ownership::public_schema(),
+            generation: 0,
+        }
+    }
+}
+
 impl Catalog {
+    /// The owner and ACL of item `id`.
+    pub fn ownership(&self, id: GlobalId) -> Ownership {
+        self.ownership.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Sets the owner and ACL of item `id`.
+    pub fn set_ownership(&mut self, id: GlobalId, ownership: Ownership) {
+        self.ownership.insert(id, ownership);
+    }
+
+    /// Forgets the owner and ACL of released item `id`.
+    pub fn forget_ownership(&mut self, id: GlobalId) {
+        self.ownership.remove(&id);
+    }
+
+    /// The item as the durable catalog stores it.
+    pub fn stored(&self, item: &Item) -> storage::CatalogItem {
+        storage::CatalogItem {
+            id: item.id,
+            name: item.name.clone(),
+            schema: item.schema.clone(),
+            kind: item.kind,
+            create_sql: item.create_sql.clone(),
+            depends_on: item.depends_on.clone(),
+            ownership: self.ownership(item.id),
+        }
+    }
+
+    /// The relations view `view` reads directly, not through another view it reads.
+    pub fn direct_reads(&self, view: &Item) -> Vec<&Item> {
+        let through_views: Vec<GlobalId> = view
+            .depends_on
+            .iter()
+            .filter_map(|id| self.get(*id))
+            .filter(|item| item.kind == ItemKind::View)
+            .flat_map(|inner| inner.depends_on.iter().copied())
+            .collect();
+        view.depends_on
+            .iter()
+            .filter(|id| !through_views.contains(id))
+            .filter_map(|id| self.get(*id))
+            .collect()
+    }
+
     /// A number that changes whenever an item is added, removed or changed: a plan made
     /// from the catalog holds while it does not.
     pub fn generation(&self) -> u64 {
@@ -344,6 +395,11 @@ impl CatalogProvider for CatalogProviderImpl {
             schema: name.to_string(),
         }))
     }
+}
+
+/// The catalog, write-locked (a poisoned lock still holds a whole catalog).
+pub(crate) fn write(catalog: &RwLock<Catalog>) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+    catalog.write().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Reads the catalog, recovering from a poisoned lock (catalog updates never panic midway).

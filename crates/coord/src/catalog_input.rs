@@ -42,6 +42,7 @@ impl CatalogReader for SharedCatalog {
                 .map(|item| (item.id, catalog_item(&catalog, item)))
                 .collect(),
             comments: catalog.comments.clone(),
+            public_schema: catalog.public_schema.clone(),
             roles: self.roles.all(),
             table_rows: table_sizes
                 .iter()
@@ -81,6 +82,7 @@ fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
         schema: item.schema.clone(),
         kind: item.kind,
         create_sql: item.create_sql.clone(),
+        ownership: catalog.ownership(item.id),
         details,
     }
 }

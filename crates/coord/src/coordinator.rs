@@ -250,6 +250,10 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let statement = execution.statement();
         session.check_not_failed(statement)?;
+        if let Err(denied) = self.check_access(session, statement) {
+            session.fail_transaction();
+            return Err(denied);
+        }
         let limit = session
             .variable(STATEMENT_TIMEOUT)
             .and_then(timeouts::parse)
@@ -360,6 +364,8 @@ impl Coordinator {
             Statement::CreateRole(create) => self.create_role(session, create),
             Statement::AlterRole(alter) => self.alter_role(session, alter),
             Statement::DropRole(drop) => self.drop_role(session, drop),
+            Statement::Privileges(change) => self.change_privileges(session, change).await,
+            Statement::AlterOwner(alter) => self.alter_owner(session, alter).await,
             Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,
             Statement::Rollback => self.rollback(session).await,

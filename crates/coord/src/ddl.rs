@@ -15,7 +15,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 use pipelines::DEFAULT_IDLE_TIMEOUT;
 use plan::Plan;
 use repr::pg_type::storage_type;
-use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
+use repr::{GlobalId, ItemKind, Ownership, RelationDesc, Timestamp};
 use sql::catalog::{KeyedArrangement, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 use sql::{
@@ -24,7 +24,7 @@ use sql::{
 };
 use storage::{CatalogItem, CatalogOp};
 
-use crate::catalog::{read, relation_table, Item, ItemDetails};
+use crate::catalog::{read, relation_table, write, Item, ItemDetails};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::response::ExecuteResponse;
@@ -250,21 +250,22 @@ impl Coordinator {
             let name = index.name.clone();
             renamed.push((index, name, create_sql));
         }
-        let ops: Vec<CatalogOp> = renamed
-            .iter()
-            .map(|(item, name, create_sql)| {
-                CatalogOp::Put(CatalogItem {
-                    name: name.clone(),
-                    create_sql: create_sql.clone(),
-                    ..item.stored()
+        let (ops, undo): (Vec<CatalogOp>, Vec<CatalogOp>) = {
+            let catalog = read(&self.catalog);
+            renamed
+                .iter()
+                .map(|(item, name, create_sql)| {
+                    let stored = catalog.stored(item);
+                    let put = CatalogOp::Put(CatalogItem {
+                        name: name.clone(),
+                        create_sql: create_sql.clone(),
+                        ..stored.clone()
+                    });
+                    (put, CatalogOp::Put(stored))
                 })
-            })
-            .collect();
+                .unzip()
+        };
         let before: Vec<Item> = renamed.iter().map(|(item, _, _)| item.clone()).collect();
-        let undo = before
-            .iter()
-            .map(|item| CatalogOp::Put(item.stored()))
-            .collect();
         self.apply_ddl(session, &ops, undo, DdlChange::Renamed(before))?;
         let mut catalog = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         for (item, name, create_sql) in renamed {
@@ -542,6 +543,7 @@ impl Coordinator {
         create_sql: &str,
         depends_on: Vec<GlobalId>,
     ) -> Result<GlobalId, CoordError> {
+        let ownership = Ownership::new(self.acting_role(session)?.oid);
         let id = self.durable.allocate_id()?;
         let put = CatalogOp::Put(CatalogItem {
             id,
@@ -550,6 +552,7 @@ impl Coordinator {
             kind,
             create_sql: create_sql.to_string(),
             depends_on,
+            ownership: ownership.clone(),
         });
         self.apply_ddl(
             session,
@@ -557,6 +560,7 @@ impl Coordinator {
             vec![CatalogOp::Delete(id)],
             DdlChange::Created(id),
         )?;
+        write(&self.catalog).set_ownership(id, ownership);
         Ok(id)
     }
 
@@ -1006,10 +1010,13 @@ impl Coordinator {
         let ops: Vec<CatalogOp> = to_drop.iter().map(|id| CatalogOp::Delete(*id)).collect();
         if session.in_block() {
             let dropped = self.dropped_items(&to_drop)?;
-            let undo = dropped
-                .iter()
-                .map(|d| CatalogOp::Put(d.item.stored()))
-                .collect();
+            let undo = {
+                let catalog = read(&self.catalog);
+                dropped
+                    .iter()
+                    .map(|d| CatalogOp::Put(catalog.stored(&d.item)))
+                    .collect()
+            };
             self.apply_ddl(session, &ops, undo, DdlChange::Dropped(dropped))?;
             self.hide_dropped(session, &to_drop);
             return Ok(ExecuteResponse::command(tag));
@@ -1067,6 +1074,7 @@ impl Coordinator {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+        write(&self.catalog).forget_ownership(id);
     }
 }
 

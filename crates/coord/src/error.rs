@@ -47,6 +47,21 @@ pub enum CoordError {
     /// The session's role may not do this.
     #[error("{0}")]
     InsufficientPrivilege(String),
+    /// A GRANT or REVOKE that cannot be: a privilege the object does not have, a grant
+    /// option for PUBLIC.
+    #[error("{0}")]
+    InvalidGrant(String),
+    /// A role owns objects or holds privileges, so it cannot be dropped.
+    #[error("role \"{role}\" cannot be dropped because some objects depend on it")]
+    RoleInUse {
+        /// The role.
+        role: String,
+        /// What depends on it (`owner of table t`, `privileges for view v`).
+        dependents: Vec<String>,
+    },
+    /// A REVOKE without CASCADE of privileges the grantee granted on.
+    #[error("dependent privileges exist")]
+    DependentPrivileges,
     /// The object is in use by the session itself (its own role).
     #[error("{0}")]
     ObjectInUse(String),

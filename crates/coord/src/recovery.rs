@@ -30,6 +30,7 @@ impl Coordinator {
     ) -> Result<(), CoordError> {
         let started = Instant::now();
         let items = self.durable.items()?;
+        self.load_ownership(&items)?;
         for item in items.iter().filter(|i| i.kind == ItemKind::Schema) {
             self.install_schema(item.id, &item.name, &item.create_sql);
         }

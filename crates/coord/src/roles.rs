@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use repr::Role;
+use repr::{Role, BOOTSTRAP_ROLE_OID};
 use sql::{AlterRole, CreateRole, DropRole, RoleOptions};
 
 use crate::coordinator::Coordinator;
@@ -21,8 +21,6 @@ use crate::session::Session;
 
 /// The bootstrap superuser: the one role of a new data directory.
 pub const BOOTSTRAP_ROLE: &str = "fluxion";
-/// The bootstrap role's OID (PostgreSQL's `BOOTSTRAP_SUPERUSERID`).
-const BOOTSTRAP_ROLE_OID: u32 = 10;
 
 /// The roles, by name, shared by the coordinator, the server and the system catalogs.
 #[derive(Debug, Clone, Default)]
@@ -253,6 +251,13 @@ impl Coordinator {
             if role.oid == BOOTSTRAP_ROLE_OID {
                 return Err(CoordError::RequiredBySystem(format!("role {name}")));
             }
+            let dependents = self.role_dependents(role.oid);
+            if !dependents.is_empty() {
+                return Err(CoordError::RoleInUse {
+                    role: role.name,
+                    dependents,
+                });
+            }
             dropped.push(role);
         }
         for role in dropped {
@@ -263,7 +268,7 @@ impl Coordinator {
     }
 
     /// The role the session acts as.
-    fn acting_role(&self, session: &Session) -> Result<Role, CoordError> {
+    pub(crate) fn acting_role(&self, session: &Session) -> Result<Role, CoordError> {
         self.roles.get(session.user()).ok_or_else(|| {
             CoordError::insufficient_privilege(format!(
                 "role \"{}\" no longer exists",

@@ -14,7 +14,7 @@
 //! a delivery log), so they are created and dropped outside blocks only (25001), as
 //! PostgreSQL does with `CREATE DATABASE`.
 
-use repr::{GlobalId, ItemKind};
+use repr::{GlobalId, ItemKind, Ownership};
 use sql::catalog::{KeyedArrangement, UniqueKey};
 use storage::CatalogOp;
 
@@ -32,6 +32,11 @@ pub(crate) enum DdlChange {
     Renamed(Vec<Item>),
     /// Items were dropped: they keep their dataflows until COMMIT releases them.
     Dropped(Vec<DroppedItem>),
+    /// Owners or ACLs of items changed: these are them as they were.
+    Ownership(Vec<(GlobalId, Ownership)>),
+    /// The `public` schema's owner or ACL changed: this is it as it was (kept outside the
+    /// catalog's items, so a block open when the process stopped does not undo it).
+    PublicSchema(Ownership),
 }
 
 /// An item dropped inside a block, as it was.
@@ -47,6 +52,14 @@ impl Session {
     /// Whether a transaction block is open (failed or not).
     pub(crate) fn in_block(&self) -> bool {
         !matches!(self.transaction, Transaction::Idle)
+    }
+
+    /// Records a definition of the block that the durable catalog's undo steps do not
+    /// cover, for ROLLBACK.
+    pub(crate) fn record_ddl(&mut self, change: DdlChange) {
+        if let Transaction::Block(block) | Transaction::Failed(block) = &mut self.transaction {
+            block.ddl.push(change);
+        }
     }
 
     /// Refuses `statement` inside a transaction block (25001).
@@ -156,6 +169,8 @@ impl Coordinator {
                     }
                 }
                 DdlChange::Dropped(dropped) => self.restore_dropped(dropped),
+                DdlChange::Ownership(before) => self.restore_ownership(before),
+                DdlChange::PublicSchema(before) => self.restore_public_schema(before)?,
             }
         }
         Ok(())

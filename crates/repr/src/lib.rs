@@ -13,6 +13,7 @@ mod item_kind;
 pub mod pg_array;
 pub mod pg_text;
 pub mod pg_type;
+mod privileges;
 mod relation;
 mod role;
 mod row;
@@ -23,8 +24,9 @@ pub use consolidate::consolidate;
 pub use error::ReprError;
 pub use ids::GlobalId;
 pub use item_kind::ItemKind;
+pub use privileges::{AclItem, Ownership, Privileges, PUBLIC_ROLE};
 pub use relation::RelationDesc;
-pub use role::Role;
+pub use role::{Role, BOOTSTRAP_ROLE_OID};
 pub use row::{Row, RowCodec};
 pub use wall_clock::{wall_clock_ms, wall_clock_ms_rounded_up};
 

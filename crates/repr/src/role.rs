@@ -2,6 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The bootstrap superuser's OID (PostgreSQL's `BOOTSTRAP_SUPERUSERID`): it owns the
+/// database, the `public` schema and what was created before roles existed.
+pub const BOOTSTRAP_ROLE_OID: u32 = 10;
+
 /// A role: a name that may own objects and log in, its attributes (`pg_authid`), and the
 /// verifier of its password, never the password itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,6 +14,8 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::WrongObjectType { .. } => "42809",
         CoordError::DependentObjects { .. } | CoordError::RequiredBySystem(_) => "2BP01",
         CoordError::InsufficientPrivilege(_) => "42501",
+        CoordError::InvalidGrant(_) => "0LP01",
+        CoordError::RoleInUse { .. } | CoordError::DependentPrivileges => "2BP01",
         CoordError::ObjectInUse(_) => "55006",
         CoordError::ReservedName { .. } => "42939",
         CoordError::UniqueViolation { .. } | CoordError::UniqueIndexBroken { .. } => "23505",
@@ -96,6 +98,10 @@ pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
             info.hint = Some("Use DROP ... CASCADE to drop the dependent objects too.".into());
         }
         CoordError::WrongObjectType { hint, .. } => info.hint = hint.clone(),
+        CoordError::RoleInUse { dependents, .. } => info.detail = Some(dependents.join("\n")),
+        CoordError::DependentPrivileges => {
+            info.hint = Some("Use CASCADE to revoke them too.".into())
+        }
         CoordError::ReservedName { detail, .. } => info.detail = detail.clone(),
         CoordError::DiskFull(_) => info.hint = Some("Check free disk space.".into()),
         CoordError::Sql(SqlError::InconsistentParameterType { detail, .. }) => {

@@ -20,7 +20,7 @@ use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
     WriteTransaction,
 };
-use repr::{GlobalId, ItemKind, Timestamp};
+use repr::{GlobalId, ItemKind, Ownership, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::StorageError;
@@ -60,6 +60,10 @@ pub struct CatalogItem {
     pub create_sql: String,
     /// The items it reads from (dropping one of them must drop this one too).
     pub depends_on: Vec<GlobalId>,
+    /// Its owner and access privileges (items from before privileges belong to the
+    /// bootstrap superuser).
+    #[serde(default)]
+    pub ownership: Ownership,
 }
 
 /// One change to the catalog; a slice of them is applied atomically by [`Catalog::apply`].
@@ -415,6 +419,7 @@ mod tests {
             },
             create_sql: format!("CREATE ... {name}"),
             depends_on,
+            ownership: Ownership::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use repr::{GlobalId, ItemKind};
+use repr::{GlobalId, ItemKind, Ownership};
 use sql::session::DEFAULT_SCHEMA;
 
 /// Gives the current catalog; implemented by whoever owns the catalog.
@@ -30,6 +30,8 @@ pub struct CatalogInput {
     pub table_rows: BTreeMap<GlobalId, i64>,
     /// The bytes of the rows each table holds (their encodings in its arrangement), by table.
     pub table_bytes: BTreeMap<GlobalId, i64>,
+    /// The owner and ACL of the built-in `public` schema.
+    pub public_schema: Ownership,
 }
 
 impl CatalogInput {
@@ -50,6 +52,8 @@ pub struct CatalogItem {
     pub kind: ItemKind,
     /// The statement that creates it, as stored.
     pub create_sql: String,
+    /// Its owner and ACL.
+    pub ownership: Ownership,
     /// What the catalogs show of this kind of item.
     pub details: ItemDetails,
 }

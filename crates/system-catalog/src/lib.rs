@@ -27,12 +27,15 @@ mod oids;
 mod pg15_relations;
 mod pg_catalog;
 mod pg_functions;
+mod privileges;
 mod rows;
 mod schemas;
 mod session;
 mod snapshot;
 mod source_errors;
 mod status;
+#[cfg(test)]
+mod test_catalog;
 mod types;
 
 pub use backends::{BackendActivity, Backends};
@@ -40,6 +43,7 @@ pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails};
 pub use late_events::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 pub use oids::item_oid;
 pub use pg_functions::{display_reg_types, register_functions};
+pub use privileges::is_superuser_only_relation;
 pub use schemas::SystemSchemas;
 pub use session::SessionInfo;
 pub use source_errors::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};

@@ -25,8 +25,6 @@ pub(crate) const SOURCE_WRAPPER_OID: u32 = 15_998;
 /// The foreign server every source belongs to (`pg_foreign_server`: `fluxion`), so clients
 /// that describe foreign tables (psql's `\d`) find one.
 pub(crate) const SOURCE_SERVER_OID: u32 = 15_999;
-/// The one role (`pg_roles.oid`), the owner of everything.
-pub(crate) const ROLE_OID: u32 = 10;
 /// Postgres's first OID for user objects.
 const FIRST_USER_OID: u32 = 16_384;
 

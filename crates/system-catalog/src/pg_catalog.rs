@@ -14,17 +14,15 @@ use datafusion::error::Result;
 
 use crate::builtin_rows::{builtin_batch, builtin_rows, rows_with_builtins};
 use crate::column_types::known_relation;
-use crate::oids::{DATABASE_OID, ROLE_OID, SOURCE_SERVER_OID, SOURCE_WRAPPER_OID};
+use crate::oids::{DATABASE_OID, SOURCE_SERVER_OID, SOURCE_WRAPPER_OID};
 use crate::rows::{RelationRows, Value};
 use crate::schemas::RowsFn;
 use crate::session::SessionInfo;
 use crate::snapshot::{CatalogSnapshot, Column, Relation};
 use crate::types::type_info;
 use crate::PG_CATALOG;
-use repr::Role;
+use repr::{Role, BOOTSTRAP_ROLE_OID};
 
-/// The owner of every object: the one role.
-pub(crate) const OWNER: &str = "fluxion";
 /// `pg_am.oid` of heap, the access method of tables and materialized views.
 const HEAP_AM: u32 = 2;
 /// `pg_am.oid` of btree, the access method of indexes.
@@ -87,7 +85,8 @@ fn pg_namespace(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBat
         out.push(&[
             ("oid", namespace.oid.into()),
             ("nspname", namespace.name.as_str().into()),
-            ("nspowner", ROLE_OID.into()),
+            ("nspowner", namespace.ownership.owner.into()),
+            ("nspacl", snapshot.acl_items(&namespace.ownership).into()),
         ]);
     }
     out.into_batch()
@@ -112,7 +111,8 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
             ("relname", relation.name.as_str().into()),
             ("relnamespace", relation.namespace_oid.into()),
             ("reltype", relation.row_type_oid.into()),
-            ("relowner", ROLE_OID.into()),
+            ("relowner", relation.ownership.owner.into()),
+            ("relacl", relacl(snapshot, relation)),
             ("relam", access_method(relation.kind).into()),
             (
                 "relfilenode",
@@ -141,7 +141,7 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
             ("oid", index.oid.into()),
             ("relname", index.name.as_str().into()),
             ("relnamespace", index.namespace_oid.into()),
-            ("relowner", ROLE_OID.into()),
+            ("relowner", index.owner.into()),
             ("relam", BTREE_AM.into()),
             ("relfilenode", index.oid.into()),
             ("reltuples", reltuples(snapshot, index.table_oid)),
@@ -153,6 +153,15 @@ fn pg_class(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
         ]);
     }
     out.into_batch()
+}
+
+/// `pg_class.relacl`: a user relation's ACL (NULL for the system relations, whose privileges
+/// are built in).
+fn relacl(snapshot: &CatalogSnapshot, relation: &Relation) -> Value {
+    match relation.item {
+        Some(_) => snapshot.acl_items(&relation.ownership).into(),
+        None => Value::Null,
+    }
 }
 
 /// `pg_class.reltuples` of a table or of an index on it: its estimated rows (-1, "never
@@ -258,7 +267,7 @@ fn pg_type(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
             ("oid", relation.row_type_oid.into()),
             ("typname", relation.name.as_str().into()),
             ("typnamespace", relation.namespace_oid.into()),
-            ("typowner", ROLE_OID.into()),
+            ("typowner", relation.ownership.owner.into()),
             ("typlen", Value::Int(-1)),
             ("typtype", 'c'.into()),
             ("typcategory", 'C'.into()),
@@ -394,7 +403,7 @@ fn pg_database(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     out.push(&[
         ("oid", DATABASE_OID.into()),
         ("datname", sql::session::DATABASE.into()),
-        ("datdba", ROLE_OID.into()),
+        ("datdba", BOOTSTRAP_ROLE_OID.into()),
         ("encoding", Value::Int(6)),
         ("datlocprovider", 'c'.into()),
         ("datallowconn", true.into()),
@@ -626,13 +635,18 @@ fn relations_of<'a>(
         .filter(move |r| kinds.contains(&r.kind))
 }
 
+/// The name of a relation's owner, as `pg_tables` and its kin show it.
+fn owner_name(snapshot: &CatalogSnapshot, relation: &Relation) -> Value {
+    snapshot.owner_name(relation.ownership.owner).into()
+}
+
 fn pg_tables(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_tables");
     for relation in relations_of(snapshot, &['r', 'p']) {
         out.push(&[
             ("schemaname", relation.namespace.as_str().into()),
             ("tablename", relation.name.as_str().into()),
-            ("tableowner", OWNER.into()),
+            ("tableowner", owner_name(snapshot, relation)),
             (
                 "hasindexes",
                 snapshot
@@ -655,7 +669,7 @@ fn pg_views(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> 
         out.push(&[
             ("schemaname", relation.namespace.as_str().into()),
             ("viewname", relation.name.as_str().into()),
-            ("viewowner", OWNER.into()),
+            ("viewowner", owner_name(snapshot, relation)),
             ("definition", relation.view_query.clone().into()),
         ]);
     }
@@ -668,7 +682,7 @@ fn pg_matviews(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatc
         out.push(&[
             ("schemaname", relation.namespace.as_str().into()),
             ("matviewname", relation.name.as_str().into()),
-            ("matviewowner", OWNER.into()),
+            ("matviewowner", owner_name(snapshot, relation)),
             (
                 "hasindexes",
                 snapshot
@@ -690,7 +704,7 @@ fn pg_foreign_data_wrapper(_: &CatalogSnapshot, _: &SessionInfo) -> Result<Recor
     out.push(&[
         ("oid", SOURCE_WRAPPER_OID.into()),
         ("fdwname", "fluxion".into()),
-        ("fdwowner", ROLE_OID.into()),
+        ("fdwowner", BOOTSTRAP_ROLE_OID.into()),
         ("fdwhandler", 0u32.into()),
         ("fdwvalidator", 0u32.into()),
     ]);
@@ -703,7 +717,7 @@ fn pg_foreign_server(_: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch
     out.push(&[
         ("oid", SOURCE_SERVER_OID.into()),
         ("srvname", "fluxion".into()),
-        ("srvowner", ROLE_OID.into()),
+        ("srvowner", BOOTSTRAP_ROLE_OID.into()),
         ("srvfdw", SOURCE_WRAPPER_OID.into()),
     ]);
     out.into_batch()
@@ -865,6 +879,7 @@ mod tests {
     use crate::catalog_input::CatalogInput;
     use crate::pg15_relations::relations;
     use crate::rows::empty_batch;
+    use crate::test_catalog::{self, one, where_column, ALICE};
 
     #[test]
     fn every_relation_builds_from_an_empty_catalog() {
@@ -879,5 +894,42 @@ mod tests {
         }
         let classes = pg_class(&snapshot, &session).unwrap();
         assert!(classes.num_rows() > 100, "system relations are in pg_class");
+    }
+
+    #[test]
+    fn relations_show_their_owners_and_acls() {
+        let snapshot = CatalogSnapshot::of(&test_catalog::catalog());
+        let classes = pg_class(&snapshot, &test_catalog::session("bob")).unwrap();
+        let of = |relation: &str, column: &str| where_column(&classes, "relname", relation, column);
+        assert_eq!(of("orders", "relowner"), one(ALICE));
+        assert_eq!(
+            of("orders", "relacl"),
+            one("[alice=arwdDxt/alice, bob=r*/alice]")
+        );
+        assert_eq!(of("secrets", "relacl"), [None]);
+        assert_eq!(of("orders_pkey", "relowner"), one(ALICE));
+        assert_eq!(of("orders_pkey", "relacl"), [None]);
+        assert_eq!(of("pg_class", "relowner"), one(BOOTSTRAP_ROLE_OID));
+        assert_eq!(of("pg_class", "relacl"), [None]);
+        let types = pg_type(&snapshot, &SessionInfo::default()).unwrap();
+        let owner = where_column(&types, "typname", "orders", "typowner");
+        assert_eq!(owner, one(ALICE));
+        let tables = pg_tables(&snapshot, &SessionInfo::default()).unwrap();
+        let owner = where_column(&tables, "tablename", "orders", "tableowner");
+        assert_eq!(owner, one("alice"));
+    }
+
+    #[test]
+    fn schemas_show_their_owners_and_acls() {
+        let snapshot = CatalogSnapshot::of(&test_catalog::catalog());
+        let namespaces = pg_namespace(&snapshot, &SessionInfo::default()).unwrap();
+        let of = |schema: &str, column: &str| where_column(&namespaces, "nspname", schema, column);
+        let usable = "[fluxion=UC/fluxion, =U/fluxion]";
+        assert_eq!(of("public", "nspacl"), one(usable));
+        assert_eq!(of("pg_catalog", "nspacl"), one(usable));
+        assert_eq!(of("information_schema", "nspacl"), one(usable));
+        assert_eq!(of("pg_toast", "nspacl"), [None]);
+        assert_eq!(of("sales", "nspowner"), one(ALICE));
+        assert_eq!(of("sales", "nspacl"), [None]);
     }
 }

@@ -10,12 +10,13 @@ use std::collections::BTreeMap;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use repr::pg_type::{format_type, pg_type_of_field, type_modifier};
-use repr::{GlobalId, ItemKind};
+use repr::{GlobalId, ItemKind, Ownership};
 
 use crate::catalog_input::{CatalogInput, CatalogItem, ItemDetails};
 use crate::fluxion_catalog;
 use crate::oids;
 use crate::pg15_relations::relations;
+use crate::privileges::{system_relation_ownership, system_schema_ownership};
 use crate::{INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 
 /// A schema.
@@ -23,6 +24,8 @@ use crate::{INFORMATION_SCHEMA, PG_CATALOG, SYSTEM_SCHEMA};
 pub(crate) struct Namespace {
     pub oid: u32,
     pub name: String,
+    /// Its owner and ACL.
+    pub ownership: Ownership,
 }
 
 /// A column of a relation.
@@ -52,6 +55,8 @@ pub(crate) struct Index {
     pub table_oid: u32,
     /// The indexed columns' attnums, in key order.
     pub columns: Vec<i16>,
+    /// Its table's owner, which owns it (an index has no ACL of its own).
+    pub owner: u32,
     pub is_primary: bool,
     /// A unique index (every primary key's is).
     pub is_unique: bool,
@@ -84,6 +89,8 @@ pub(crate) struct Relation {
     pub view_query: Option<String>,
     /// The catalog item of a user relation.
     pub item: Option<GlobalId>,
+    /// Its owner and ACL.
+    pub ownership: Ownership,
 }
 
 /// The catalog for one query.
@@ -256,15 +263,26 @@ impl CatalogSnapshot {
             (oids::FLUXION_CATALOG_NAMESPACE, SYSTEM_SCHEMA),
         ];
         for (oid, name) in builtin {
+            let ownership = if oid == oids::PUBLIC_NAMESPACE {
+                catalog.public_schema.clone()
+            } else {
+                system_schema_ownership(name)
+            };
             self.namespaces.push(Namespace {
                 oid,
                 name: name.to_string(),
+                ownership,
             });
         }
         for (name, id) in &catalog.schemas {
             self.namespaces.push(Namespace {
                 oid: oids::item_oid(*id),
                 name: name.clone(),
+                ownership: catalog
+                    .items
+                    .get(id)
+                    .map(|item| item.ownership.clone())
+                    .unwrap_or_default(),
             });
         }
     }
@@ -301,6 +319,7 @@ impl CatalogSnapshot {
                 row_type_oid: 0,
                 view_query: None,
                 item: None,
+                ownership: system_relation_ownership(def.schema, def.name),
             });
         }
         for (name, schema) in fluxion_catalog::relations() {
@@ -314,6 +333,7 @@ impl CatalogSnapshot {
                 row_type_oid: 0,
                 view_query: None,
                 item: None,
+                ownership: system_relation_ownership(SYSTEM_SCHEMA, name),
             });
         }
     }
@@ -377,6 +397,7 @@ impl CatalogSnapshot {
                 namespace_oid,
                 table_oid: oid,
                 columns: attnums.clone(),
+                owner: item.ownership.owner,
                 is_primary: true,
                 is_unique: true,
             });
@@ -399,6 +420,7 @@ impl CatalogSnapshot {
             row_type_oid: oids::row_type_oid(id),
             view_query,
             item: Some(id),
+            ownership: item.ownership.clone(),
         });
     }
 
@@ -411,12 +433,17 @@ impl CatalogSnapshot {
         unique: bool,
         namespace: u32,
     ) {
+        let table_oid = oids::item_oid(on);
+        let owner = self
+            .relation(table_oid)
+            .map_or(item.ownership.owner, |table| table.ownership.owner);
         self.indexes.push(Index {
             oid: oids::item_oid(id),
             name: item.name.clone(),
             namespace_oid: namespace,
-            table_oid: oids::item_oid(on),
+            table_oid,
             columns: columns.iter().map(|c| *c as i16 + 1).collect(),
+            owner,
             is_primary: false,
             is_unique: unique,
         });

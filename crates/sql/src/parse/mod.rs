@@ -21,6 +21,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use crate::literals::normalize_literals;
 use crate::names::{object_ref, ObjectRef};
 use crate::statement::ddl::renamed_to;
+use crate::statement::privileges::parse_privilege_statement;
 use crate::statement::roles::{parse_user_statement, sign_connection_limits};
 use crate::statement::sinks::{parse_sink_statement, SinkStatement};
 use crate::statement::sources::{parse_source_statement, SourceStatement};
@@ -95,6 +96,10 @@ pub fn parse_noting_truncations(
         }
         if let Some(name) = parse_refresh(&mut parser)? {
             statements.push(Statement::RefreshMaterializedView(name));
+            continue;
+        }
+        if let Some(statement) = parse_privilege_statement(&mut parser)? {
+            statements.push(statement);
             continue;
         }
         if let Some(statement) = parse_user_statement(&mut parser)? {
@@ -261,26 +266,22 @@ fn parse_refresh(parser: &mut Parser) -> Result<Option<ObjectRef>, SqlError> {
 /// `ALTER [MATERIALIZED] VIEW [IF EXISTS] name RENAME TO new_name`, which sqlparser does not
 /// parse; `None` (nothing consumed) for any other statement, other ALTER VIEWs included.
 fn parse_view_rename(parser: &mut Parser) -> Result<Option<Rename>, SqlError> {
-    let start = parser.index();
-    if !parser.parse_keyword(Keyword::ALTER) {
-        return Ok(None);
-    }
-    let kind = if parser.parse_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW]) {
-        ObjectKind::MaterializedView
-    } else if parser.parse_keyword(Keyword::VIEW) {
-        ObjectKind::View
-    } else {
-        parser.prev_token();
+    let rename = parser.maybe_parse(|parser| {
+        parser.expect_keyword_is(Keyword::ALTER)?;
+        let kind = if parser.parse_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW]) {
+            ObjectKind::MaterializedView
+        } else {
+            parser.expect_keyword_is(Keyword::VIEW)?;
+            ObjectKind::View
+        };
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = parser.parse_object_name(false)?;
+        parser.expect_keywords(&[Keyword::RENAME, Keyword::TO])?;
+        Ok((kind, if_exists, name))
+    })?;
+    let Some((kind, if_exists, name)) = rename else {
         return Ok(None);
     };
-    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
-    let name = parser.parse_object_name(false)?;
-    if !parser.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
-        while parser.index() > start {
-            parser.prev_token();
-        }
-        return Ok(None);
-    }
     let new_name = parser.parse_object_name(false)?;
     Ok(Some(Rename {
         kind,

@@ -740,6 +740,11 @@ impl CreateView {
         })
     }
 
+    /// The view's query.
+    pub(crate) fn query(&self) -> Query {
+        Query::new((*self.create.query).clone())
+    }
+
     /// Readies a new view's query for storing: its relations qualified for `ctx`'s search
     /// path and its PostgreSQL syntax rewritten (a stored view is planned as it is).
     pub fn prepare(&mut self, ctx: &PlanContext<'_>) -> Result<(), SqlError> {

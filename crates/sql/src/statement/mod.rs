@@ -7,9 +7,11 @@
 //! [`Statement::Rejected`]: its error is returned when it is executed, as PostgreSQL reports
 //! such errors at execution, inside the transaction.
 
+mod access;
 mod copy;
 mod cursor;
 pub(crate) mod ddl;
+pub(crate) mod privileges;
 mod query;
 pub(crate) mod roles;
 mod settings;
@@ -23,6 +25,7 @@ use std::fmt;
 
 use datafusion::sql::sqlparser::ast;
 
+pub use access::Access;
 pub use copy::{CopyFormat, CopyFrom, CopyOptions, CopySource, CopyTo};
 pub use cursor::{Declare, DeclareTarget, Fetch};
 pub use ddl::{
@@ -30,6 +33,7 @@ pub use ddl::{
     Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView,
     Drop, ObjectKind, Rename, TableDefinition,
 };
+pub use privileges::{AlterOwner, PrivilegeAction, PrivilegeChange, PrivilegeTarget, RoleSpec};
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use roles::{AlterRole, CreateRole, DropRole, RoleOptions};
 pub use settings::{Explain, Set, Show};
@@ -96,6 +100,10 @@ pub enum Statement {
     AlterRole(AlterRole),
     /// `DROP ROLE` / `DROP USER`.
     DropRole(DropRole),
+    /// `GRANT` / `REVOKE` of privileges on objects.
+    Privileges(PrivilegeChange),
+    /// `ALTER … OWNER TO`.
+    AlterOwner(AlterOwner),
     /// `BEGIN` / `START TRANSACTION`, with the isolation level it names (in PostgreSQL's
     /// words), if any.
     Begin {
@@ -315,6 +323,8 @@ impl fmt::Display for Statement {
             Statement::CreateRole(_) => "CREATE ROLE",
             Statement::AlterRole(_) => "ALTER ROLE",
             Statement::DropRole(_) => "DROP ROLE",
+            Statement::Privileges(change) => change.tag(),
+            Statement::AlterOwner(alter) => alter.tag(),
             Statement::Begin { .. } => "BEGIN",
             Statement::Commit => "COMMIT",
             Statement::Rollback | Statement::RollbackToSavepoint(_) => "ROLLBACK",

@@ -18,6 +18,9 @@ use datafusion::sql::sqlparser::ast::{
     TableObject,
 };
 
+use repr::Privileges;
+
+use super::access::relations_in;
 use super::query::{parameter_types, ParameterTypes};
 use crate::names::{column_name, fold_ident, object_ref, sql_ident, ObjectRef};
 use crate::planner::PlanContext;
@@ -111,6 +114,28 @@ impl Insert {
             Some(_) => return Err(SqlError::Unsupported("ON DUPLICATE KEY".into())),
         };
         Ok((insert, on_conflict))
+    }
+
+    /// The privileges the insert needs on its table: INSERT, and UPDATE with `ON CONFLICT
+    /// DO UPDATE`.
+    pub(crate) fn needs(&self) -> Privileges {
+        match &self.insert.on {
+            Some(OnInsert::OnConflict(conflict))
+                if matches!(conflict.action, OnConflictAction::DoUpdate(_)) =>
+            {
+                Privileges::INSERT | Privileges::UPDATE
+            }
+            _ => Privileges::INSERT,
+        }
+    }
+
+    /// The relations the rows are read from.
+    pub(crate) fn relations_read(&self) -> Vec<ObjectRef> {
+        self.insert
+            .source
+            .as_ref()
+            .map(|query| relations_in(ast::Statement::Query(query.clone())))
+            .unwrap_or_default()
     }
 
     /// `INSERT INTO table query`, with `query` as parsed (never printed and parsed again).
@@ -272,6 +297,16 @@ impl Update {
         })
     }
 
+    /// The relations the statement reads: those its expressions name, and its own table
+    /// when a WHERE clause reads its rows.
+    pub(crate) fn relations_read(&self) -> Vec<ObjectRef> {
+        relations_read(
+            ast::Statement::Update(self.update.clone()),
+            &self.table,
+            self.update.selection.is_some(),
+        )
+    }
+
     /// The columns the assignments set, in order.
     pub fn assigned_columns(&self) -> Result<Vec<String>, SqlError> {
         self.update
@@ -364,6 +399,16 @@ impl Delete {
         })
     }
 
+    /// The relations the statement reads: those its expressions name, and its own table
+    /// when a WHERE clause reads its rows.
+    pub(crate) fn relations_read(&self) -> Vec<ObjectRef> {
+        relations_read(
+            ast::Statement::Delete(self.delete.clone()),
+            &self.table,
+            self.delete.selection.is_some(),
+        )
+    }
+
     /// Plans the SELECT finding the rows the DELETE removes (every column of table
     /// `table_name`, the catalog's name of [`Self::table`]).
     pub async fn plan(
@@ -423,4 +468,15 @@ async fn plan_select(ctx: &PlanContext<'_>, query: &str) -> Result<LogicalPlan, 
         .pop()
         .ok_or_else(|| SqlError::Internal("empty rewritten query".into()))?;
     ctx.plan(statement, Target::Read).await
+}
+
+/// The relations an UPDATE or DELETE of `table` reads: those `statement` names other than
+/// `table`, and `table` itself if `filtered` (PostgreSQL asks for SELECT on the columns a
+/// WHERE clause reads).
+fn relations_read(statement: ast::Statement, table: &ObjectRef, filtered: bool) -> Vec<ObjectRef> {
+    let mut relations = relations_in(statement);
+    if !filtered {
+        relations.retain(|relation| relation != table);
+    }
+    relations
 }

@@ -171,14 +171,7 @@ fn snapshot_functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             "pg_get_userbyid",
             any_arity(&[1], stable),
             DataType::Utf8,
-            with_snapshot(|snapshot, args| {
-                let oid = oid_arg(&args[0])?;
-                Some(
-                    snapshot
-                        .role_name(oid)
-                        .unwrap_or_else(|| format!("unknown (OID={oid})")),
-                )
-            }),
+            with_snapshot(|snapshot, args| Some(snapshot.owner_name(oid_arg(&args[0])?))),
         ),
         row_function(
             "pg_get_indexdef",

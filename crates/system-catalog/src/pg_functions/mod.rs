@@ -13,6 +13,7 @@ mod backend_signals;
 mod catalog_info;
 mod keywords;
 mod options_to_table;
+mod privilege_functions;
 mod reg_types;
 mod session_functions;
 mod text_functions;
@@ -29,6 +30,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionImplementation, ScalarUDF, Signature, SimpleScalarUDF,
     TypeSignature, Volatility,
 };
+use sql::SqlError;
 
 use crate::catalog_input::CatalogReader;
 use crate::session::SessionInfo;
@@ -61,6 +63,7 @@ pub fn register_functions(
     let mut functions = Vec::new();
     functions.extend(catalog_info::functions(&env));
     functions.extend(session_functions::functions(&env));
+    functions.extend(privilege_functions::functions(&env));
     functions.extend(backend_signals::functions(&env));
     functions.extend(reg_types::functions(&env));
     functions.extend(arrays::functions());
@@ -202,4 +205,9 @@ pub(crate) fn text(value: Option<String>) -> ScalarValue {
 /// An error a client sees for a bad argument.
 pub(crate) fn invalid_argument(message: impl Into<String>) -> DataFusionError {
     DataFusionError::Execution(message.into())
+}
+
+/// An error in SQL's own terms, which the client sees with that kind's SQLSTATE.
+pub(crate) fn sql_error(error: SqlError) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
 }

@@ -248,7 +248,7 @@ impl RegLookup {
 }
 
 /// The parts of a possibly qualified, possibly quoted name (`public."Orders"`).
-fn name_parts(name: &str) -> Vec<String> {
+pub(super) fn name_parts(name: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
@@ -270,7 +270,7 @@ fn name_parts(name: &str) -> Vec<String> {
 }
 
 /// The oid of the object of `kind` called `name`, found as an unqualified name is.
-fn find_by_name(
+pub(super) fn find_by_name(
     kind: RegKind,
     name: &str,
     catalog: &CatalogInput,

@@ -1,5 +1,5 @@
 //! Functions about the session and the server: `version()`, `current_schema()`,
-//! `current_setting()`, `set_config()`, the visibility and privilege checks, …
+//! `current_setting()`, `set_config()`, the visibility checks, …
 
 use std::sync::Arc;
 
@@ -147,7 +147,6 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
         ));
     }
     functions.extend(schema_functions(env));
-    functions.extend(privilege_functions());
     functions
 }
 
@@ -236,35 +235,4 @@ fn is_relation_visible(env: &FunctionEnv, oid: u32) -> bool {
     };
     let searched = env.session.current_schemas(&catalog, true);
     snapshot.is_visible(&searched, namespace, name)
-}
-
-/// Fluxion has one role, a superuser: every privilege check passes.
-fn privilege_functions() -> Vec<ScalarUDF> {
-    [
-        "has_table_privilege",
-        "has_schema_privilege",
-        "has_any_column_privilege",
-        "has_column_privilege",
-        "has_database_privilege",
-        "has_function_privilege",
-        "has_sequence_privilege",
-        "has_foreign_data_wrapper_privilege",
-        "has_server_privilege",
-        "has_tablespace_privilege",
-        "has_type_privilege",
-        "pg_has_role",
-    ]
-    .into_iter()
-    .map(|name| {
-        row_function(
-            name,
-            any_arity(&[2, 3, 4], Volatility::Stable),
-            DataType::Boolean,
-            |args| {
-                let any_null = args.iter().any(ScalarValue::is_null);
-                Ok(ScalarValue::Boolean((!any_null).then_some(true)))
-            },
-        )
-    })
-    .collect()
 }

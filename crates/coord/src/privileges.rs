@@ -1,0 +1,236 @@
+//! Privileges, checked before a statement runs: a role reads and writes only the relations
+//! it was granted (or owns), creates only in schemas it may create in, and changes or drops
+//! only what it owns; superusers pass every check, as in PostgreSQL. A view reads its
+//! relations with its owner's privileges, so a role granted a view needs nothing on what the
+//! view reads. System relations are readable by every role.
+
+use repr::{GlobalId, ItemKind, Ownership, Privileges, Role};
+use sql::session::DEFAULT_SCHEMA;
+use sql::{ObjectKind, ObjectRef, Statement};
+
+use crate::catalog::{Catalog, Item};
+use crate::coordinator::Coordinator;
+use crate::ddl::item_kind;
+use crate::error::CoordError;
+use crate::session::Session;
+
+/// The durable key of the `public` schema's owner and ACL (it is not a catalog item).
+pub(crate) const PUBLIC_SCHEMA_KEY: &str = "privileges/public";
+
+/// The privileges a kind of object has (none for indexes, sinks and subscriptions, which
+/// only their owner uses).
+pub(crate) fn all_privileges(kind: ItemKind) -> Privileges {
+    match kind {
+        ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source => {
+            Privileges::ALL_ON_RELATION
+        }
+        ItemKind::Schema => Privileges::ALL_ON_SCHEMA,
+        ItemKind::Index | ItemKind::Sink | ItemKind::Subscription => Privileges::NONE,
+    }
+}
+
+/// 42501 for a privilege lacking on `item` (`permission denied for table t`).
+fn denied(item: &Item) -> CoordError {
+    CoordError::insufficient_privilege(format!(
+        "permission denied for {} {}",
+        item.kind.name(),
+        item.name
+    ))
+}
+
+/// 42501 for a change only `item`'s owner may make (`must be owner of table t`).
+pub(crate) fn not_owner(kind: ItemKind, name: &str) -> CoordError {
+    CoordError::insufficient_privilege(format!("must be owner of {} {name}", kind.name()))
+}
+
+impl Coordinator {
+    /// Checks that the session's role may run `statement` (42501 if not).
+    pub(crate) fn check_access(
+        &self,
+        session: &Session,
+        statement: &Statement,
+    ) -> Result<(), CoordError> {
+        let role = self.acting_role(session)?;
+        if role.superuser {
+            return Ok(());
+        }
+        let access = statement.access();
+        if access.server_files {
+            return Err(CoordError::insufficient_privilege(
+                "permission denied to use the file connector: only superusers may read or \
+                 write files on the server",
+            ));
+        }
+        let search_path = session.search_path();
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let roles = self.roles.all();
+        let check = Checker {
+            catalog: &catalog,
+            role: &role,
+            roles: &roles,
+            search_path: &search_path,
+        };
+        for name in &access.reads {
+            check.relation(name, Privileges::SELECT)?;
+        }
+        for (name, privileges) in &access.writes {
+            check.relation(name, *privileges)?;
+        }
+        for (kind, name) in &access.owned {
+            check.owns(*kind, name)?;
+        }
+        if let Some((kind, name)) = &access.creates {
+            check.may_create(*kind, name)?;
+        }
+        Ok(())
+    }
+
+    /// The owner and ACL of item `id` (of the `public` schema for `None`).
+    pub(crate) fn ownership(&self, id: Option<GlobalId>) -> Ownership {
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        match id {
+            Some(id) => catalog.ownership(id),
+            None => catalog.public_schema.clone(),
+        }
+    }
+}
+
+/// The checks of one statement, for one role.
+struct Checker<'a> {
+    catalog: &'a Catalog,
+    role: &'a Role,
+    roles: &'a [Role],
+    search_path: &'a [String],
+}
+
+impl Checker<'_> {
+    /// `name`, if it is a relation of the catalog: the role must hold every privilege of
+    /// `needed` on it and USAGE on its schema; a view's owner must hold SELECT on what the
+    /// view reads. Names the catalog does not have (system relations, mistakes planning
+    /// reports) pass.
+    fn relation(&self, name: &ObjectRef, needed: Privileges) -> Result<(), CoordError> {
+        let Some(item) = self.catalog.resolve(name, self.search_path) else {
+            if system_catalog::is_superuser_only_relation(name.schema.as_deref(), &name.name) {
+                return Err(CoordError::insufficient_privilege(format!(
+                    "permission denied for table {}",
+                    name.name
+                )));
+            }
+            return Ok(());
+        };
+        self.schema_usage(&item.schema)?;
+        self.holds(item, self.role.oid, needed)?;
+        if item.kind == ItemKind::View {
+            self.view_reads(item, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `role` holds `needed` on `item`.
+    fn holds(&self, item: &Item, role: u32, needed: Privileges) -> Result<(), CoordError> {
+        let held = self
+            .catalog
+            .ownership(item.id)
+            .privileges_of(role, all_privileges(item.kind));
+        if held.contains(needed) {
+            Ok(())
+        } else {
+            Err(denied(item))
+        }
+    }
+
+    /// Whether the owner of `view` holds SELECT on every relation the view reads directly,
+    /// and so on through the views among them.
+    fn view_reads(&self, view: &Item, depth: usize) -> Result<(), CoordError> {
+        const MAX_VIEW_DEPTH: usize = 100;
+        if depth > MAX_VIEW_DEPTH {
+            return Err(CoordError::insufficient_privilege(format!(
+                "views nest deeper than {MAX_VIEW_DEPTH} levels under view {}",
+                view.name
+            )));
+        }
+        let owner = self.catalog.ownership(view.id).owner;
+        let owner_is_superuser = self.roles.iter().any(|r| r.oid == owner && r.superuser);
+        for read in self.catalog.direct_reads(view) {
+            if !owner_is_superuser {
+                self.holds(read, owner, Privileges::SELECT)?;
+            }
+            if read.kind == ItemKind::View {
+                self.view_reads(read, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the role may look up objects in `schema` (USAGE).
+    fn schema_usage(&self, schema: &str) -> Result<(), CoordError> {
+        let (ownership, name) = self.schema(schema);
+        if ownership
+            .privileges_of(self.role.oid, Privileges::ALL_ON_SCHEMA)
+            .contains(Privileges::USAGE)
+        {
+            return Ok(());
+        }
+        Err(CoordError::insufficient_privilege(format!(
+            "permission denied for schema {name}"
+        )))
+    }
+
+    /// The owner and ACL of schema `schema`, and its name.
+    fn schema<'n>(&self, schema: &'n str) -> (Ownership, &'n str) {
+        let ownership = match self.catalog.schema_item(schema) {
+            Some(item) => self.catalog.ownership(item.id),
+            None => self.catalog.public_schema.clone(),
+        };
+        (ownership, schema)
+    }
+
+    /// The object `name` of `kind` (any relation for `None`), if it exists, must be the
+    /// role's.
+    fn owns(&self, kind: Option<ObjectKind>, name: &ObjectRef) -> Result<(), CoordError> {
+        let item = match kind.map(item_kind) {
+            Some(ItemKind::Schema) => self.catalog.schema_item(&name.name),
+            _ => self.catalog.resolve(name, self.search_path),
+        };
+        let Some(item) = item else {
+            return Ok(());
+        };
+        if self.catalog.ownership(item.id).owner == self.role.oid {
+            return Ok(());
+        }
+        Err(not_owner(item.kind, &item.name))
+    }
+
+    /// Whether the role may create an object of `kind` called `name`: CREATE on its schema
+    /// (CREATE on the database for a schema, which only its owner holds).
+    fn may_create(&self, kind: ObjectKind, name: &ObjectRef) -> Result<(), CoordError> {
+        if kind == ObjectKind::Schema {
+            return Err(CoordError::insufficient_privilege(format!(
+                "permission denied for database {}",
+                sql::session::DATABASE
+            )));
+        }
+        let schema = match &name.schema {
+            Some(schema) => schema.as_str(),
+            None => self
+                .search_path
+                .iter()
+                .map(String::as_str)
+                .find(|s| *s == DEFAULT_SCHEMA || self.catalog.schema_item(s).is_some())
+                .unwrap_or(DEFAULT_SCHEMA),
+        };
+        if self.catalog.schema_item(schema).is_none() && schema != DEFAULT_SCHEMA {
+            return Ok(());
+        }
+        let (ownership, schema) = self.schema(schema);
+        if ownership
+            .privileges_of(self.role.oid, Privileges::ALL_ON_SCHEMA)
+            .contains(Privileges::CREATE)
+        {
+            return Ok(());
+        }
+        Err(CoordError::insufficient_privilege(format!(
+            "permission denied for schema {schema}"
+        )))
+    }
+}

@@ -1,0 +1,292 @@
+//! Owners and privileges through real clients logged in as different roles: every read,
+//! write and definition is checked (42501), GRANT and REVOKE behave as in PostgreSQL 15
+//! (warnings, grant options, CASCADE), a read-only role for a BI tool sees only what it was
+//! granted, and privileges survive a restart. The expected messages and codes are those a
+//! PostgreSQL 15 server gives for the same statements.
+
+mod support;
+
+use support::query::rows;
+use support::TestServer;
+use tokio_postgres::Client;
+
+/// The SQLSTATE and message of `sql`'s error, or "ok".
+async fn outcome(client: &Client, sql: &str) -> String {
+    match client.batch_execute(sql).await {
+        Ok(()) => "ok".into(),
+        Err(e) => match e.as_db_error() {
+            Some(db) => format!("{} {}", db.code().code(), db.message()),
+            None => panic!("{sql}: the connection broke: {e}"),
+        },
+    }
+}
+
+/// What `sql` raised as notices and warnings (`WARNING 01007 …`).
+async fn notices(server: &TestServer, user: &str, sql: &str) -> Vec<String> {
+    let (client, mut connection) = tokio_postgres::connect(
+        &format!(
+            "host=127.0.0.1 port={} user={user} dbname=fluxion",
+            server.port()
+        ),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connect");
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        use futures::StreamExt;
+        while let Some(Ok(tokio_postgres::AsyncMessage::Notice(notice))) = messages.next().await {
+            let _ = sender.send(format!(
+                "{} {} {}",
+                notice.severity(),
+                notice.code().code(),
+                notice.message()
+            ));
+        }
+    });
+    client.batch_execute(sql).await.expect(sql);
+    drop(client);
+    let mut found = Vec::new();
+    while let Some(notice) = receiver.recv().await {
+        found.push(notice);
+    }
+    found
+}
+
+async fn setup(server: &TestServer) -> Client {
+    let admin = server.connect().await;
+    admin
+        .batch_execute(
+            "CREATE ROLE bi LOGIN;
+             CREATE ROLE alice LOGIN;
+             CREATE TABLE t (id int PRIMARY KEY, v text);
+             INSERT INTO t VALUES (1, 'a');
+             CREATE TABLE secret (x int);
+             CREATE VIEW tv AS SELECT id FROM t;
+             GRANT SELECT ON tv TO bi;
+             GRANT USAGE, CREATE ON SCHEMA public TO alice;
+             GRANT SELECT, INSERT ON t TO alice WITH GRANT OPTION",
+        )
+        .await
+        .expect("setup");
+    admin
+}
+
+#[tokio::test]
+async fn a_read_only_role_sees_only_what_it_was_granted() {
+    let server = TestServer::start();
+    let admin = setup(&server).await;
+    let bi = server.connect_as("bi").await;
+    assert_eq!(rows(&bi, "SELECT id FROM tv").await, ["1"]);
+    for (sql, expected) in [
+        ("SELECT * FROM t", "42501 permission denied for table t"),
+        (
+            "INSERT INTO t VALUES (2, 'b')",
+            "42501 permission denied for table t",
+        ),
+        (
+            "SELECT * FROM secret",
+            "42501 permission denied for table secret",
+        ),
+        (
+            "CREATE TABLE mine (a int)",
+            "42501 permission denied for schema public",
+        ),
+        (
+            "SELECT * FROM tv JOIN secret ON true",
+            "42501 permission denied for table secret",
+        ),
+        ("DROP VIEW tv", "42501 must be owner of view tv"),
+        (
+            "SELECT * FROM pg_authid",
+            "42501 permission denied for table pg_authid",
+        ),
+        (
+            "CREATE SCHEMA own",
+            "42501 permission denied for database fluxion",
+        ),
+    ] {
+        assert_eq!(outcome(&bi, sql).await, expected, "{sql}");
+    }
+    assert_eq!(
+        rows(
+            &bi,
+            "SELECT has_table_privilege('t', 'select')::text || ' ' || \
+                    has_table_privilege('tv', 'SELECT')::text || ' ' || \
+                    has_table_privilege('alice', 't', 'INSERT WITH GRANT OPTION')::text"
+        )
+        .await,
+        ["false true true"]
+    );
+    assert_eq!(
+        rows(
+            &bi,
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' \
+             ORDER BY 1"
+        )
+        .await,
+        ["tv"]
+    );
+    assert_eq!(
+        rows(
+            &admin,
+            "SELECT relname || ' ' || coalesce(relacl::text, 'NULL') FROM pg_class \
+             WHERE relname IN ('t', 'tv', 'secret') ORDER BY relname"
+        )
+        .await,
+        [
+            "secret NULL",
+            "t {fluxion=arwdDxt/fluxion,alice=a*r*/fluxion}",
+            "tv {fluxion=arwdDxt/fluxion,bi=r/fluxion}"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn grants_and_revokes_follow_postgres() {
+    let server = TestServer::start();
+    let admin = setup(&server).await;
+    let alice = server.connect_as("alice").await;
+    for (sql, expected) in [
+        ("INSERT INTO t VALUES (2, 'b')", "ok"),
+        (
+            "UPDATE t SET v = 'z'",
+            "42501 permission denied for table t",
+        ),
+        ("CREATE TABLE mine (a int)", "ok"),
+        ("GRANT SELECT ON t TO bi", "ok"),
+        ("GRANT SELECT ON mine TO bi", "ok"),
+        ("DROP TABLE t", "42501 must be owner of table t"),
+        (
+            "CREATE MATERIALIZED VIEW am AS SELECT count(*) AS n FROM t",
+            "ok",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW bad AS SELECT * FROM secret",
+            "42501 permission denied for table secret",
+        ),
+        ("CREATE VIEW av AS SELECT * FROM secret", "ok"),
+        (
+            "SELECT * FROM av",
+            "42501 permission denied for table secret",
+        ),
+        (
+            "GRANT USAGE ON t TO bi",
+            "0LP01 invalid privilege type USAGE for table",
+        ),
+        (
+            "GRANT SELECT ON t TO PUBLIC WITH GRANT OPTION",
+            "0LP01 grant options can only be granted to roles",
+        ),
+        (
+            "ALTER TABLE mine OWNER TO bi",
+            "42501 must be member of role \"bi\"",
+        ),
+        (
+            "GRANT SELECT ON SCHEMA public TO bi",
+            "0LP01 invalid privilege type SELECT for schema",
+        ),
+        (
+            "GRANT SELECT ON nowhere TO bi",
+            "42P01 relation \"nowhere\" does not exist",
+        ),
+        (
+            "GRANT SELECT ON t TO nobody",
+            "42704 role \"nobody\" does not exist",
+        ),
+    ] {
+        assert_eq!(outcome(&alice, sql).await, expected, "{sql}");
+    }
+    assert_eq!(rows(&alice, "SELECT n FROM am").await, ["2"]);
+    assert_eq!(
+        notices(&server, "alice", "GRANT UPDATE ON t TO bi").await,
+        ["WARNING 01007 no privileges were granted for \"t\""]
+    );
+    let bi = server.connect_as("bi").await;
+    assert_eq!(rows(&bi, "SELECT count(*) FROM t").await, ["2"]);
+    assert_eq!(
+        outcome(&admin, "DROP ROLE alice").await,
+        "2BP01 role \"alice\" cannot be dropped because some objects depend on it"
+    );
+    assert_eq!(
+        outcome(&admin, "REVOKE SELECT ON t FROM alice").await,
+        "2BP01 dependent privileges exist"
+    );
+    assert_eq!(
+        outcome(&admin, "REVOKE SELECT ON t FROM alice CASCADE").await,
+        "ok"
+    );
+    assert_eq!(
+        outcome(&bi, "SELECT count(*) FROM t").await,
+        "42501 permission denied for table t"
+    );
+    assert_eq!(
+        rows(
+            &admin,
+            "SELECT relacl::text FROM pg_class WHERE relname = 't'"
+        )
+        .await,
+        ["{fluxion=arwdDxt/fluxion,alice=a*/fluxion}"]
+    );
+}
+
+#[tokio::test]
+async fn owners_change_and_privileges_outlive_a_restart_and_a_rollback() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let server = TestServer::start_in(data.path());
+    let admin = setup(&server).await;
+    admin
+        .batch_execute(
+            "CREATE TABLE handed (a int);
+             ALTER TABLE handed OWNER TO alice;
+             BEGIN; GRANT SELECT ON secret TO bi; ROLLBACK;
+             BEGIN; GRANT INSERT ON secret TO bi; COMMIT;",
+        )
+        .await
+        .expect("owner change and grants");
+    let alice = server.connect_as("alice").await;
+    assert_eq!(outcome(&alice, "INSERT INTO handed VALUES (1)").await, "ok");
+    assert_eq!(
+        outcome(&alice, "ALTER TABLE handed RENAME TO renamed").await,
+        "ok"
+    );
+    drop(alice);
+    drop(admin);
+    drop(server);
+
+    let server = TestServer::start_in(data.path());
+    let admin = server.connect().await;
+    assert_eq!(
+        rows(
+            &admin,
+            "SELECT c.relname || ' ' || r.rolname FROM pg_class c JOIN pg_roles r \
+             ON r.oid = c.relowner WHERE c.relname IN ('renamed', 't') ORDER BY 1"
+        )
+        .await,
+        ["renamed alice", "t fluxion"]
+    );
+    assert_eq!(
+        rows(
+            &admin,
+            "SELECT relacl::text FROM pg_class WHERE relname = 'secret'"
+        )
+        .await,
+        ["{fluxion=arwdDxt/fluxion,bi=a/fluxion}"]
+    );
+    let bi = server.connect_as("bi").await;
+    assert_eq!(
+        outcome(&bi, "SELECT * FROM secret").await,
+        "42501 permission denied for table secret"
+    );
+    assert_eq!(outcome(&bi, "INSERT INTO secret VALUES (1)").await, "ok");
+    assert_eq!(
+        outcome(
+            &bi,
+            "CREATE SOURCE f WITH (connector = 'file', path = '/etc/passwd')"
+        )
+        .await,
+        "42501 permission denied to use the file connector: only superusers may read or \
+         write files on the server"
+    );
+}
