@@ -240,7 +240,7 @@ async fn owners_change_and_privileges_outlive_a_restart_and_a_rollback() {
         .batch_execute(
             "CREATE TABLE handed (a int);
              ALTER TABLE handed OWNER TO alice;
-             BEGIN; GRANT SELECT ON secret TO bi; ROLLBACK;
+             BEGIN; GRANT SELECT ON secret TO bi; GRANT CREATE ON SCHEMA public TO bi; ROLLBACK;
              BEGIN; GRANT INSERT ON secret TO bi; COMMIT;",
         )
         .await
@@ -280,6 +280,10 @@ async fn owners_change_and_privileges_outlive_a_restart_and_a_rollback() {
         "42501 permission denied for table secret"
     );
     assert_eq!(outcome(&bi, "INSERT INTO secret VALUES (1)").await, "ok");
+    assert_eq!(
+        outcome(&bi, "CREATE TABLE mine (a int)").await,
+        "42501 permission denied for schema public"
+    );
     assert_eq!(
         outcome(
             &bi,

@@ -921,16 +921,7 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, CoordError> {
         let search_path = session.search_path();
         let type_name = expected_kind.name();
-        let expected = match expected_kind {
-            ItemKind::Table => "a table",
-            ItemKind::View => "a view",
-            ItemKind::MaterializedView => "a materialized view",
-            ItemKind::Index => "an index",
-            ItemKind::Source => "a source",
-            ItemKind::Sink => "a sink",
-            ItemKind::Subscription => "a subscription",
-            ItemKind::Schema => "a schema",
-        };
+        let expected = expected_kind.with_article();
         let tag = format!("DROP {}", type_name.to_uppercase());
         let _sequencer = self.lock_sequencer().await?;
         let mut to_drop: Vec<GlobalId> = Vec::new();

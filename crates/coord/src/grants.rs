@@ -409,7 +409,7 @@ impl Coordinator {
         if !fits {
             return Err(CoordError::WrongObjectType {
                 name: target.name,
-                expected: article(kind),
+                expected: kind.with_article(),
                 hint: None,
             });
         }
@@ -444,18 +444,12 @@ impl Coordinator {
         if !ops.is_empty() {
             self.apply_ddl(session, &ops, undo, DdlChange::Ownership(before))?;
         }
-        let mut catalog = write(&self.catalog);
         for (target, ownership) in changed {
             match target.id {
-                Some(id) => catalog.set_ownership(id, ownership),
+                Some(id) => write(&self.catalog).set_ownership(id, ownership),
                 None => {
-                    let json = serde_json::to_string(&ownership)
-                        .map_err(|e| CoordError::Internal(e.to_string()))?;
-                    self.durable.set_setting(PUBLIC_SCHEMA_KEY, &json)?;
-                    let old = std::mem::replace(&mut catalog.public_schema, ownership);
-                    if session.in_block() {
-                        session.record_ddl(DdlChange::PublicSchema(old));
-                    }
+                    let old = self.replace_public_schema(ownership)?;
+                    session.record_ddl(DdlChange::PublicSchema(old));
                 }
             }
         }
@@ -470,27 +464,18 @@ impl Coordinator {
         }
     }
 
-    /// Puts back the `public` schema's owner and ACL as a rolled-back statement found them.
-    pub(crate) fn restore_public_schema(&self, ownership: Ownership) -> Result<(), CoordError> {
+    /// Gives the `public` schema `ownership`, durably; returns what it had.
+    pub(crate) fn replace_public_schema(
+        &self,
+        ownership: Ownership,
+    ) -> Result<Ownership, CoordError> {
         let json =
             serde_json::to_string(&ownership).map_err(|e| CoordError::Internal(e.to_string()))?;
         self.durable.set_setting(PUBLIC_SCHEMA_KEY, &json)?;
-        write(&self.catalog).public_schema = ownership;
-        Ok(())
-    }
-}
-
-/// "a table", "a schema" … for errors naming what was expected.
-fn article(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Table => "a table",
-        ItemKind::View => "a view",
-        ItemKind::MaterializedView => "a materialized view",
-        ItemKind::Index => "an index",
-        ItemKind::Source => "a source",
-        ItemKind::Sink => "a sink",
-        ItemKind::Subscription => "a subscription",
-        ItemKind::Schema => "a schema",
+        Ok(std::mem::replace(
+            &mut write(&self.catalog).public_schema,
+            ownership,
+        ))
     }
 }
 

@@ -170,7 +170,9 @@ impl Coordinator {
                 }
                 DdlChange::Dropped(dropped) => self.restore_dropped(dropped),
                 DdlChange::Ownership(before) => self.restore_ownership(before),
-                DdlChange::PublicSchema(before) => self.restore_public_schema(before)?,
+                DdlChange::PublicSchema(before) => {
+                    self.replace_public_schema(before)?;
+                }
             }
         }
         Ok(())

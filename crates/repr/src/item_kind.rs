@@ -37,4 +37,18 @@ impl ItemKind {
             ItemKind::Schema => "schema",
         }
     }
+
+    /// The kind with its article, for errors naming what was expected ("a table").
+    pub fn with_article(self) -> &'static str {
+        match self {
+            ItemKind::Table => "a table",
+            ItemKind::View => "a view",
+            ItemKind::MaterializedView => "a materialized view",
+            ItemKind::Index => "an index",
+            ItemKind::Source => "a source",
+            ItemKind::Sink => "a sink",
+            ItemKind::Subscription => "a subscription",
+            ItemKind::Schema => "a schema",
+        }
+    }
 }
