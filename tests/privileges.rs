@@ -294,3 +294,43 @@ async fn owners_change_and_privileges_outlive_a_restart_and_a_rollback() {
          write files on the server"
     );
 }
+
+#[tokio::test]
+async fn a_role_signals_only_its_own_backends() {
+    let server = TestServer::start();
+    let _admin = setup(&server).await;
+    let alice = server.connect_as("alice").await;
+    let _bi = server.connect_as("bi").await;
+    let _other_alice = server.connect_as("alice").await;
+    let pid_of = |user: &'static str| {
+        format!(
+            "(SELECT max(pid) FROM pg_stat_activity WHERE usename = '{user}' \
+             AND pid <> pg_backend_pid())"
+        )
+    };
+    assert_eq!(
+        outcome(
+            &alice,
+            &format!("SELECT pg_terminate_backend({})", pid_of("bi"))
+        )
+        .await,
+        "42501 must be a member of the role whose process is being terminated or member of \
+         pg_signal_backend"
+    );
+    assert_eq!(
+        outcome(
+            &alice,
+            &format!("SELECT pg_cancel_backend({})", pid_of("fluxion"))
+        )
+        .await,
+        "42501 must be a superuser to cancel superuser query"
+    );
+    assert_eq!(
+        rows(
+            &alice,
+            &format!("SELECT pg_terminate_backend({})::text", pid_of("alice"))
+        )
+        .await,
+        ["true"]
+    );
+}

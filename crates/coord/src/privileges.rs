@@ -126,13 +126,17 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Whether `role` holds `needed` on `item`.
+    /// Whether `role` holds `needed` on `item` (on an item without privileges, a durable
+    /// subscription, whether it owns it).
     fn holds(&self, item: &Item, role: u32, needed: Privileges) -> Result<(), CoordError> {
-        let held = self
-            .catalog
-            .ownership(item.id)
-            .privileges_of(role, all_privileges(item.kind));
-        if held.contains(needed) {
+        let ownership = self.catalog.ownership(item.id);
+        let all = all_privileges(item.kind);
+        let held = if all.is_empty() {
+            ownership.owner == role
+        } else {
+            ownership.privileges_of(role, all).contains(needed)
+        };
+        if held {
             Ok(())
         } else {
             Err(denied(item))

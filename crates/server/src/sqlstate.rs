@@ -83,6 +83,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::TooManyColumns(_) => "54011",
         SqlError::OutOfMemory(_) => "53200",
         SqlError::ProgramLimitExceeded(_) => "54000",
+        SqlError::InsufficientPrivilege(_) => "42501",
         SqlError::Internal(_) => "XX000",
     }
 }

@@ -107,6 +107,9 @@ pub enum SqlError {
     /// A select list has more entries than PostgreSQL allows (see [`crate::parse::bounds`]).
     #[error("{0}")]
     TooManyColumns(String),
+    /// The session's role may not do what a function asks (signal another role's backend).
+    #[error("{0}")]
+    InsufficientPrivilege(String),
     /// An invariant broke inside the SQL front end.
     #[error("internal error: {0}")]
     Internal(String),
