@@ -828,38 +828,49 @@ fn pg_stat_indexes(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Record
     out.into_batch()
 }
 
+/// `pg_stat_activity`: every client backend; as in PostgreSQL, what a backend of another
+/// role is doing (its query, state, times and address) only superusers see.
 fn pg_stat_activity(snapshot: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("pg_stat_activity");
     let Some(backends) = &session.backends else {
         return out.into_batch();
     };
+    let sees_everything = session.rights(snapshot).superuser;
     for backend in backends.activity() {
-        out.push(&[
+        let hidden = !sees_everything && backend.user != session.user;
+        let mut row: Vec<(&str, Value)> = vec![
             ("datid", DATABASE_OID.into()),
             ("datname", sql::session::DATABASE.into()),
             ("pid", backend.pid.into()),
             ("usesysid", snapshot.role_oid(&backend.user).into()),
             ("usename", backend.user.into()),
             ("application_name", backend.application_name.into()),
-            (
-                "client_addr",
-                backend.client.map(|a| a.ip().to_string()).into(),
-            ),
-            (
-                "client_port",
-                backend.client.map(|a| i32::from(a.port())).into(),
-            ),
-            ("backend_start", timestamp(backend.backend_start)),
-            (
-                "xact_start",
-                backend.transaction_start.map(timestamp).into(),
-            ),
-            ("query_start", backend.query_start.map(timestamp).into()),
-            ("state_change", timestamp(backend.state_change)),
-            ("state", backend.state.into()),
-            ("query", backend.query.into()),
             ("backend_type", "client backend".into()),
-        ]);
+        ];
+        if hidden {
+            row.push(("query", "<insufficient privilege>".into()));
+        } else {
+            row.extend([
+                (
+                    "client_addr",
+                    backend.client.map(|a| a.ip().to_string()).into(),
+                ),
+                (
+                    "client_port",
+                    backend.client.map(|a| i32::from(a.port())).into(),
+                ),
+                ("backend_start", timestamp(backend.backend_start)),
+                (
+                    "xact_start",
+                    backend.transaction_start.map(timestamp).into(),
+                ),
+                ("query_start", backend.query_start.map(timestamp).into()),
+                ("state_change", timestamp(backend.state_change)),
+                ("state", backend.state.into()),
+                ("query", backend.query.into()),
+            ]);
+        }
+        out.push(&row);
     }
     out.into_batch()
 }
