@@ -13,9 +13,10 @@ use sql::catalog::{KeyedArrangement, RelationTable, UniqueKey};
 use sql::session::DEFAULT_SCHEMA;
 
 use sql::ObjectRef;
-use system_catalog::SystemSchemas;
+use system_catalog::{is_system_schema, SystemSchemas};
 
 use crate::catalog_input::SharedCatalog;
+use crate::error::CoordError;
 use crate::roles::Roles;
 use crate::system_status::RunningSystem;
 
@@ -180,6 +181,36 @@ impl Catalog {
     /// Whether a schema of this name exists (`public` always does).
     pub fn has_schema(&self, name: &str) -> bool {
         name == DEFAULT_SCHEMA || self.schemas.contains_key(name)
+    }
+
+    /// The schema a new item called `name` goes in: the one it names, else the first of
+    /// `search_path` that exists.
+    pub fn schema_for_new_item(
+        &self,
+        name: &ObjectRef,
+        search_path: &[String],
+    ) -> Result<String, CoordError> {
+        match &name.schema {
+            Some(schema) if is_system_schema(schema) => Err(CoordError::invalid(format!(
+                "permission denied to create \"{schema}.{}\": system schemas are read-only",
+                name.name
+            ))),
+            Some(schema) if self.has_schema(schema) => Ok(schema.clone()),
+            Some(schema) => Err(CoordError::unknown("schema", schema.clone())),
+            None => search_path
+                .iter()
+                .find(|s| self.has_schema(s))
+                .cloned()
+                .ok_or(CoordError::NoSchemaSelected),
+        }
+    }
+
+    /// The owner and ACL of the schema called `name` (`public` included), if it exists.
+    pub fn schema_ownership(&self, name: &str) -> Option<Ownership> {
+        if name == DEFAULT_SCHEMA {
+            return Some(self.public_schema.clone());
+        }
+        self.schema_item(name).map(|item| self.ownership(item.id))
     }
 
     /// The user schemas, `public` first, then by name.

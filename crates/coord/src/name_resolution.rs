@@ -57,22 +57,7 @@ impl Coordinator {
         session: &Session,
         name: &ObjectRef,
     ) -> Result<ObjectRef, CoordError> {
-        let catalog = read(&self.catalog);
-        let schema = match name.schema.clone() {
-            Some(schema) if is_system_schema(&schema) => {
-                return Err(CoordError::invalid(format!(
-                    "permission denied to create \"{schema}.{}\": system schemas are read-only",
-                    name.name
-                )))
-            }
-            Some(schema) if catalog.has_schema(&schema) => schema,
-            Some(schema) => return Err(CoordError::unknown("schema", schema)),
-            None => session
-                .search_path()
-                .into_iter()
-                .find(|s| catalog.has_schema(s))
-                .ok_or(CoordError::NoSchemaSelected)?,
-        };
+        let schema = read(&self.catalog).schema_for_new_item(name, &session.search_path())?;
         Ok(ObjectRef {
             schema: Some(schema),
             name: name.name.clone(),

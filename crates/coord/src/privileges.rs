@@ -4,14 +4,14 @@
 //! relations with its owner's privileges, so a role granted a view needs nothing on what the
 //! view reads. System relations are readable by every role.
 
-use repr::{GlobalId, ItemKind, Ownership, Privileges, Role};
-use sql::session::DEFAULT_SCHEMA;
+use repr::{GlobalId, ItemKind, Ownership, Privileges};
 use sql::{Access, ObjectKind, ObjectRef, Statement};
 
 use crate::catalog::{Catalog, Item};
 use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;
 use crate::error::CoordError;
+use crate::roles::{role_gone, Roles};
 use crate::session::Session;
 
 /// The durable key of the `public` schema's owner and ACL (it is not a catalog item).
@@ -50,13 +50,13 @@ impl Coordinator {
         session: &Session,
         statement: &Statement,
     ) -> Result<(), CoordError> {
-        let role = match self.acting_role(session) {
-            Ok(role) if role.superuser => return Ok(()),
-            Ok(role) => role,
+        let role = match self.roles.oid_and_superuser(session.user()) {
+            Some((_, true)) => return Ok(()),
+            Some((oid, false)) => oid,
             // A session whose role was dropped or renamed still runs what touches nothing
             // (ROLLBACK, SET, SELECT 1).
-            Err(_) if statement.access() == Access::default() => return Ok(()),
-            Err(gone) => return Err(gone),
+            None if statement.access() == Access::default() => return Ok(()),
+            None => return Err(role_gone(session)),
         };
         let access = statement.access();
         if access.server_files {
@@ -67,11 +67,10 @@ impl Coordinator {
         }
         let search_path = session.search_path();
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let roles = self.roles.all();
         let check = Checker {
             catalog: &catalog,
-            role: &role,
-            roles: &roles,
+            role,
+            roles: &self.roles,
             search_path: &search_path,
         };
         for name in &access.reads {
@@ -102,8 +101,9 @@ impl Coordinator {
 /// The checks of one statement, for one role.
 struct Checker<'a> {
     catalog: &'a Catalog,
-    role: &'a Role,
-    roles: &'a [Role],
+    /// The acting role's OID.
+    role: u32,
+    roles: &'a Roles,
     search_path: &'a [String],
 }
 
@@ -122,8 +122,8 @@ impl Checker<'_> {
             }
             return Ok(());
         };
-        self.schema_usage(&item.schema)?;
-        self.holds(item, self.role.oid, needed)?;
+        self.on_schema(&item.schema, Privileges::USAGE)?;
+        self.holds(item, self.role, needed)?;
         if item.kind == ItemKind::View {
             self.view_reads(item, 0)?;
         }
@@ -158,7 +158,7 @@ impl Checker<'_> {
             )));
         }
         let owner = self.catalog.ownership(view.id).owner;
-        let owner_is_superuser = self.roles.iter().any(|r| r.oid == owner && r.superuser);
+        let owner_is_superuser = self.roles.is_superuser(owner);
         for read in self.catalog.direct_reads(view) {
             if !owner_is_superuser {
                 self.holds(read, owner, Privileges::SELECT)?;
@@ -170,27 +170,21 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Whether the role may look up objects in `schema` (USAGE).
-    fn schema_usage(&self, schema: &str) -> Result<(), CoordError> {
-        let (ownership, name) = self.schema(schema);
+    /// Whether the role holds `needed` on schema `schema` (42501 if not; a schema that does
+    /// not exist passes, for the statement to report).
+    fn on_schema(&self, schema: &str, needed: Privileges) -> Result<(), CoordError> {
+        let Some(ownership) = self.catalog.schema_ownership(schema) else {
+            return Ok(());
+        };
         if ownership
-            .privileges_of(self.role.oid, Privileges::ALL_ON_SCHEMA)
-            .contains(Privileges::USAGE)
+            .privileges_of(self.role, Privileges::ALL_ON_SCHEMA)
+            .contains(needed)
         {
             return Ok(());
         }
         Err(CoordError::insufficient_privilege(format!(
-            "permission denied for schema {name}"
+            "permission denied for schema {schema}"
         )))
-    }
-
-    /// The owner and ACL of schema `schema`, and its name.
-    fn schema<'n>(&self, schema: &'n str) -> (Ownership, &'n str) {
-        let ownership = match self.catalog.schema_item(schema) {
-            Some(item) => self.catalog.ownership(item.id),
-            None => self.catalog.public_schema.clone(),
-        };
-        (ownership, schema)
     }
 
     /// The object `name` of `kind` (any relation for `None`), if it exists, must be the
@@ -203,7 +197,7 @@ impl Checker<'_> {
         let Some(item) = item else {
             return Ok(());
         };
-        if self.catalog.ownership(item.id).owner == self.role.oid {
+        if self.catalog.ownership(item.id).owner == self.role {
             return Ok(());
         }
         Err(not_owner(item.kind, &item.name))
@@ -218,27 +212,10 @@ impl Checker<'_> {
                 sql::session::DATABASE
             )));
         }
-        let schema = match &name.schema {
-            Some(schema) => schema.as_str(),
-            None => self
-                .search_path
-                .iter()
-                .map(String::as_str)
-                .find(|s| *s == DEFAULT_SCHEMA || self.catalog.schema_item(s).is_some())
-                .unwrap_or(DEFAULT_SCHEMA),
-        };
-        if self.catalog.schema_item(schema).is_none() && schema != DEFAULT_SCHEMA {
-            return Ok(());
+        // A name no schema can take is the statement's own error to report.
+        match self.catalog.schema_for_new_item(name, self.search_path) {
+            Ok(schema) => self.on_schema(&schema, Privileges::CREATE),
+            Err(_) => Ok(()),
         }
-        let (ownership, schema) = self.schema(schema);
-        if ownership
-            .privileges_of(self.role.oid, Privileges::ALL_ON_SCHEMA)
-            .contains(Privileges::CREATE)
-        {
-            return Ok(());
-        }
-        Err(CoordError::insufficient_privilege(format!(
-            "permission denied for schema {schema}"
-        )))
     }
 }

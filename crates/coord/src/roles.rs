@@ -48,6 +48,19 @@ impl Roles {
         self.read().get(name).cloned()
     }
 
+    /// The OID of the role called `name` and whether it is a superuser (without copying
+    /// the role: asked before every statement).
+    pub(crate) fn oid_and_superuser(&self, name: &str) -> Option<(u32, bool)> {
+        self.read().get(name).map(|role| (role.oid, role.superuser))
+    }
+
+    /// Whether the role with OID `oid` exists and is a superuser.
+    pub(crate) fn is_superuser(&self, oid: u32) -> bool {
+        self.read()
+            .values()
+            .any(|role| role.oid == oid && role.superuser)
+    }
+
     /// Every role, by name.
     pub(crate) fn all(&self) -> Vec<Role> {
         self.read().values().cloned().collect()
@@ -269,12 +282,9 @@ impl Coordinator {
 
     /// The role the session acts as.
     pub(crate) fn acting_role(&self, session: &Session) -> Result<Role, CoordError> {
-        self.roles.get(session.user()).ok_or_else(|| {
-            CoordError::insufficient_privilege(format!(
-                "role \"{}\" no longer exists",
-                session.user()
-            ))
-        })
+        self.roles
+            .get(session.user())
+            .ok_or_else(|| role_gone(session))
     }
 
     /// Stores `role` durably, then in memory in place of the role called `old_name`.
@@ -287,6 +297,11 @@ impl Coordinator {
         roles.insert(role.name.clone(), role);
         Ok(())
     }
+}
+
+/// 42501 for a session whose role was dropped or renamed.
+pub(crate) fn role_gone(session: &Session) -> CoordError {
+    CoordError::insufficient_privilege(format!("role \"{}\" no longer exists", session.user()))
 }
 
 /// Sets the attributes `options` names.
