@@ -100,18 +100,20 @@ impl BackendRegistry {
         (admitted < self.max_connections).then_some(admission)
     }
 
-    /// How many registered backends are logged in as `user`.
-    pub fn sessions_of(&self, user: &str) -> usize {
-        self.backends
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|backend| backend.user == user)
-            .count()
-    }
-
-    /// Registers the backend of an admitted client.
-    pub fn register(&self, admission: Admission, start: BackendStart) -> Registration {
+    /// Registers the backend of an admitted client, unless its role already has
+    /// `role_limit` backends (`CONNECTION LIMIT`): counted and registered under one lock, so
+    /// two logins at once cannot both take the last place.
+    pub fn register(
+        &self,
+        admission: Admission,
+        start: BackendStart,
+        role_limit: Option<usize>,
+    ) -> Option<Registration> {
+        let mut backends = self.backends.write().unwrap_or_else(|p| p.into_inner());
+        let sessions = backends.values().filter(|b| b.user == start.user).count();
+        if role_limit.is_some_and(|limit| sessions >= limit) {
+            return None;
+        }
         let now = SystemTime::now();
         let backend = Arc::new(Backend {
             pid: start.pid,
@@ -131,11 +133,8 @@ impl BackendRegistry {
             statement: Arc::new(ConnectionHandle::new()),
             terminated: CancellationToken::new(),
         });
-        self.backends
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(backend.pid, backend.clone());
-        Registration { backend, admission }
+        backends.insert(backend.pid, backend.clone());
+        Some(Registration { backend, admission })
     }
 
     fn get(&self, pid: i32) -> Option<Arc<Backend>> {
@@ -344,7 +343,9 @@ mod tests {
         assert!(registry.admit().is_none(), "a third client is refused");
         drop(first);
         let third = registry.admit().expect("a place freed by the first");
-        let registration = registry.register(third, start(7));
+        let registration = registry
+            .register(third, start(7), None)
+            .expect("registered");
         assert!(registry.admit().is_none());
         drop(registration);
         drop(second);
@@ -352,9 +353,24 @@ mod tests {
     }
 
     #[test]
+    fn a_role_at_its_connection_limit_is_not_registered() {
+        let registry = BackendRegistry::new(10);
+        let first = registry.register(registry.admit().expect("a place"), start(7), Some(1));
+        assert!(first.is_some());
+        let second = registry.register(registry.admit().expect("a place"), start(8), Some(1));
+        assert!(second.is_none(), "the role's one place is taken");
+        drop(first);
+        assert!(registry
+            .register(registry.admit().expect("a place"), start(9), Some(1))
+            .is_some());
+    }
+
+    #[test]
     fn activity_follows_statements_and_transactions() {
         let registry = BackendRegistry::new(10);
-        let registration = registry.register(registry.admit().expect("a place"), start(7));
+        let registration = registry
+            .register(registry.admit().expect("a place"), start(7), None)
+            .expect("registered");
         let backend = registration.backend();
         backend.statement_started("BEGIN");
         let [row] = registry.activity().try_into().expect("one backend");

@@ -14,9 +14,12 @@ use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthDriver, ServerParameterProvider,
     StartupHandler,
 };
-use pgwire::api::{ClientInfo, METADATA_DATABASE, METADATA_USER};
+use pgwire::api::{
+    ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, METADATA_DATABASE,
+    METADATA_USER,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::startup::Authentication;
+use pgwire::messages::startup::{Authentication, SecretKey};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use crate::access_rules::{AuthMethod, ConnectionFacts};
@@ -37,6 +40,17 @@ impl ServerParameterProvider for ServerParameters {
                 .into_iter()
                 .collect(),
         )
+    }
+}
+
+/// The pid and secret key a backend was registered with before its startup completed;
+/// pgwire's driver asks for them when it sends BackendKeyData, and gets those.
+#[derive(Debug, Default)]
+struct KeysAssignedAtRegistration;
+
+impl PidSecretKeyGenerator for KeysAssignedAtRegistration {
+    fn generate(&self, client: &dyn ClientInfo) -> (i32, SecretKey) {
+        client.pid_and_secret_key()
     }
 }
 
@@ -108,6 +122,8 @@ fn option_settings(options: &str) -> Vec<(String, String)> {
 /// into the one database) and registers its backend.
 pub(crate) struct Startup {
     driver: AuthDriver<ServerParameters>,
+    /// Hands out each backend's pid and secret key (BackendKeyData).
+    keys: RandomPidSecretKeyGenerator,
     backends: Arc<BackendRegistry>,
     coord: Arc<Coordinator>,
     security: Security,
@@ -127,7 +143,9 @@ impl Startup {
         Self {
             driver: AuthDriver::new(ServerParameters {
                 coord: coord.clone(),
-            }),
+            })
+            .with_pid_secret_key_generator(Arc::new(KeysAssignedAtRegistration)),
+            keys: RandomPidSecretKeyGenerator::default(),
             backends,
             coord,
             security,
@@ -251,13 +269,28 @@ impl Startup {
                 format!("role \"{user}\" is not permitted to log in"),
             ));
         }
-        let limit = usize::try_from(role.connection_limit).ok();
-        if limit.is_some_and(|limit| self.backends.sessions_of(&user) >= limit) {
+        // Registered (and counted against the role's limit) before the client hears it is
+        // in, so its next login already counts it; a refusal below unregisters it.
+        let (pid, secret_key) = self.keys.generate(client);
+        client.set_pid_and_secret_key(pid, secret_key.clone());
+        let start = BackendStart {
+            pid,
+            secret_key: secret_key.to_bytes(),
+            user: user.clone(),
+            application_name: startup_settings(client)
+                .into_iter()
+                .rfind(|(name, _)| name == "application_name")
+                .map(|(_, value)| value)
+                .unwrap_or_default(),
+            client: client.socket_addr(),
+        };
+        let role_limit = usize::try_from(role.connection_limit).ok();
+        let Some(registration) = self.backends.register(admission, start, role_limit) else {
             return Err(fatal(
                 "53300",
                 format!("too many connections for role \"{user}\""),
             ));
-        }
+        };
         let database = database_of(client);
         if !self.coord.database_exists(&database) {
             return Err(fatal(
@@ -268,21 +301,6 @@ impl Startup {
         self.driver
             .complete_authentication(client, final_message)
             .await?;
-        let (pid, secret_key) = client.pid_and_secret_key();
-        let registration = self.backends.register(
-            admission,
-            BackendStart {
-                pid,
-                secret_key: secret_key.to_bytes(),
-                user,
-                application_name: startup_settings(client)
-                    .into_iter()
-                    .rfind(|(name, _)| name == "application_name")
-                    .map(|(_, value)| value)
-                    .unwrap_or_default(),
-                client: client.socket_addr(),
-            },
-        );
         // pgwire's extended-query handlers cancel through this handle.
         client
             .session_extensions()
