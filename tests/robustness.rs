@@ -611,7 +611,9 @@ async fn hostile_row_limits_and_array_lengths_are_handled() {
 }
 
 /// A message whose contents overrun its length (a Parse declaring more parameter types than it
-/// holds, a Bind value claiming 1 GiB), or that claims more than 1 GiB, gets FATAL 08P01
+/// holds, a Bind value claiming 1 GiB) or fall short of it (a Sync with a body, a Query with
+/// bytes after its text that would read as another message), or that claims more than 1 GiB,
+/// gets FATAL 08P01
 /// before the connection closes, as in PostgreSQL, not a silent close; other sessions go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_get_08p01_before_the_connection_closes() {
@@ -625,7 +627,9 @@ async fn malformed_messages_get_08p01_before_the_connection_closes() {
     bind.extend(1i16.to_be_bytes());
     bind.extend((1i32 << 30).to_be_bytes());
     bind.extend(b"abc");
-    for (kind, body) in [(b'P', parse), (b'B', bind)] {
+    let mut query = b"SELECT 1\0".to_vec();
+    query.extend([b'P', 0, 0, 0, 4]);
+    for (kind, body) in [(b'P', parse), (b'B', bind), (b'S', vec![0]), (b'Q', query)] {
         let mut connection = RawConnection::connect(server.port());
         connection.send(kind, &body);
         connection.send(b'S', &[]);

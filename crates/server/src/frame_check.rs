@@ -1,14 +1,15 @@
 //! Frontend messages checked before pgwire decodes them.
 //!
-//! pgwire's decoder reads the counts inside a message (a Parse's parameter types, a Bind's
-//! values and formats) without checking them against the message's length, and panics when
-//! they overrun it: a Parse declaring 1,000 types in 2 bytes, a Bind value claiming 1 GiB.
-//! [`CheckedStream`] sits between the socket and pgwire's decoder, reads whole messages, and
-//! lets through only those whose contents fit their length; at the first that does not, the
-//! stream ends there and [`Rejection`] says why, for the connection to answer with 08P01 as
-//! PostgreSQL does. A message whose text (a query, a statement or portal name) is not valid
-//! UTF-8 passes, noted in [`InvalidText`], for the connection to answer it with 22021 as
-//! PostgreSQL does, where pgwire would read it with the bad bytes replaced.
+//! pgwire's decoder reads the fields of a message (a Parse's parameter types, a Bind's values
+//! and formats) from where the message before ended, without checking them against the
+//! message's length: it panics when counts overrun it (a Parse declaring 1,000 types in 2
+//! bytes, a Bind value claiming 1 GiB), and decodes bytes left over inside a message as the
+//! next message. [`CheckedStream`] sits between the socket and pgwire's decoder, reads whole
+//! messages, and lets through only those whose fields fill their length exactly; at the first
+//! that does not, the stream ends there and [`Rejection`] says why, for the connection to
+//! answer with 08P01 as PostgreSQL does. A message whose text (a query, a statement or portal
+//! name) is not valid UTF-8 passes, noted in [`InvalidText`], for the connection to answer it
+//! with 22021 as PostgreSQL does, where pgwire would read it with the bad bytes replaced.
 
 use std::io;
 use std::pin::Pin;
@@ -68,7 +69,7 @@ impl InvalidText {
     }
 }
 
-/// A client stream that passes on only messages whose contents fit their length.
+/// A client stream that passes on only messages whose fields fill their length exactly.
 pub(crate) struct CheckedStream<S> {
     inner: S,
     /// Bytes read from `inner` and not yet passed on.
@@ -118,14 +119,18 @@ impl<S> CheckedStream<S> {
             return Some(Err(format!("invalid message length {length}")));
         }
         let body = unchecked.get(header + 4..header + length)?;
-        if let Some(kind) = kind {
-            if !contents_fit(kind, body) {
+        match kind {
+            Some(kind) if !fields_fill(kind, body) => {
                 return Some(Err(format!(
-                    "the contents of a '{}' message overrun its length",
+                    "the fields of a '{}' message do not fill its length",
                     kind as char
                 )));
             }
-            self.invalid_text.note(invalid_utf8(text_of(kind, body)));
+            Some(kind) => self.invalid_text.note(invalid_utf8(text_of(kind, body))),
+            None if !startup_fields_fill(body) => {
+                return Some(Err("invalid startup packet layout".to_owned()));
+            }
+            None => {}
         }
         self.awaiting_startup = false;
         Some(Ok(header + length))
@@ -186,11 +191,16 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for CheckedStream<S> {
     }
 }
 
-/// Whether the counts and lengths inside a message of type `kind` fit its `body`, for the
-/// messages whose decoding reads them (others pass as they are).
-fn contents_fit(kind: u8, body: &[u8]) -> bool {
+/// Whether the fields of a message of type `kind` fill its `body` exactly, for the messages
+/// pgwire decodes field by field (others it reads by their length, or refuses). pgwire reads
+/// such a message from where the one before ended, not from its length: counts that overrun
+/// it would panic, and bytes left over (a Sync with a body, a Query with text after its
+/// terminator) would be decoded as the start of the next message.
+fn fields_fill(kind: u8, body: &[u8]) -> bool {
     let mut reader = Reader(body);
-    match kind {
+    let fits = match kind {
+        // Query and CopyFail: one string.
+        b'Q' | b'f' => reader.cstring(),
         // Parse: name, query, parameter types.
         b'P' => reader.cstring() && reader.cstring() && reader.counted(4),
         // Bind: portal, statement, parameter formats, values, result formats.
@@ -205,8 +215,31 @@ fn contents_fit(kind: u8, body: &[u8]) -> bool {
         b'E' => reader.cstring() && reader.take(4),
         // Describe and Close: target, name.
         b'D' | b'C' => reader.take(1) && reader.cstring(),
-        _ => true,
+        // Sync, Flush, Terminate and CopyDone: nothing.
+        b'S' | b'H' | b'X' | b'c' => true,
+        _ => return true,
+    };
+    fits && reader.0.is_empty()
+}
+
+/// Whether a startup message's `body` is laid out as pgwire reads it: a protocol version,
+/// then name and value strings in pairs, ended by an empty name that is its last byte. A
+/// CancelRequest (a code and two keys) is the one other message a client may start with.
+fn startup_fields_fill(body: &[u8]) -> bool {
+    const CANCEL_REQUEST_CODE: [u8; 4] = 80_877_102u32.to_be_bytes();
+    if body.starts_with(&CANCEL_REQUEST_CODE) {
+        return body.len() == 12;
     }
+    let mut reader = Reader(body);
+    if !reader.take(4) {
+        return false;
+    }
+    while reader.0 != [0] {
+        if !(reader.cstring() && reader.cstring()) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The part of a message of type `kind` that is text: a Query's query; a Parse's name and
@@ -312,20 +345,53 @@ mod tests {
 
     #[test]
     fn counts_that_overrun_a_message_are_caught() {
-        assert!(contents_fit(b'P', &parse(1, 1)));
-        assert!(!contents_fit(b'P', &parse(1000, 0)));
-        assert!(!contents_fit(b'P', b"\0SELECT 1"));
+        assert!(fields_fill(b'P', &parse(1, 1)));
+        assert!(!fields_fill(b'P', &parse(1000, 0)));
+        assert!(!fields_fill(b'P', b"\0SELECT 1"));
         let mut bind = vec![0, 0, 0, 0, 0, 1];
         bind.extend(1i32.to_be_bytes());
         bind.push(b'7');
         bind.extend([0, 0]);
-        assert!(contents_fit(b'B', &bind));
+        assert!(fields_fill(b'B', &bind));
         let mut lying = vec![0, 0, 0, 0, 0, 1];
         lying.extend((1i32 << 30).to_be_bytes());
         lying.extend(b"abc");
-        assert!(!contents_fit(b'B', &lying));
-        assert!(!contents_fit(b'E', b"\0\0"));
-        assert!(contents_fit(b'Q', b"anything"));
+        assert!(!fields_fill(b'B', &lying));
+        assert!(!fields_fill(b'E', b"\0\0"));
+        assert!(fields_fill(b'Q', b"anything\0"));
+        assert!(fields_fill(b'd', b"any bytes"));
+    }
+
+    #[test]
+    fn bytes_left_over_in_a_message_are_caught() {
+        assert!(!fields_fill(b'Q', b"no terminator"));
+        assert!(!fields_fill(b'Q', b"SELECT 1\0P\0\0\0\x04"));
+        assert!(!fields_fill(b'P', &[parse(1, 1), vec![0]].concat()));
+        assert!(fields_fill(b'S', b""));
+        assert!(!fields_fill(b'S', b"\0"));
+        assert!(!fields_fill(b'D', b"Sname\0\0"));
+        assert!(!fields_fill(b'E', b"\0\0\0\0\0\0"));
+    }
+
+    #[test]
+    fn startup_messages_end_with_their_parameters() {
+        let version = 196_608u32.to_be_bytes();
+        let startup = [&version[..], b"user\0fluxion\0\0"].concat();
+        assert!(startup_fields_fill(&startup));
+        assert!(startup_fields_fill(&[&version[..], b"\0"].concat()));
+        assert!(!startup_fields_fill(&[&startup[..], b"x"].concat()));
+        assert!(!startup_fields_fill(
+            &[&version[..], b"user\0fluxion\0"].concat()
+        ));
+        assert!(!startup_fields_fill(&[&version[..], b"user\0\0"].concat()));
+        assert!(!startup_fields_fill(&version[..2]));
+        let cancel = [
+            80_877_102u32.to_be_bytes(),
+            7u32.to_be_bytes(),
+            9u32.to_be_bytes(),
+        ]
+        .concat();
+        assert!(startup_fields_fill(&cancel));
     }
 
     #[test]
