@@ -21,6 +21,8 @@ mod duration;
 mod error;
 mod file;
 mod format;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod generator;
 mod kafka;
 mod options;

@@ -234,12 +234,13 @@ fn startup_fields_fill(body: &[u8]) -> bool {
     if !reader.take(4) {
         return false;
     }
-    while reader.0 != [0] {
-        if !(reader.cstring() && reader.cstring()) {
-            return false;
+    loop {
+        match reader.0.first() {
+            Some(0) => return reader.0.len() == 1,
+            _ if !(reader.cstring() && reader.cstring()) => return false,
+            _ => {}
         }
     }
-    true
 }
 
 /// The part of a message of type `kind` that is text: a Query's query; a Parse's name and
@@ -385,6 +386,9 @@ mod tests {
         ));
         assert!(!startup_fields_fill(&[&version[..], b"user\0\0"].concat()));
         assert!(!startup_fields_fill(&version[..2]));
+        assert!(!startup_fields_fill(
+            &[&version[..], b"user\0fluxion\0\0name\0value\0\0"].concat()
+        ));
         let cancel = [
             80_877_102u32.to_be_bytes(),
             7u32.to_be_bytes(),

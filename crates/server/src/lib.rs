@@ -22,6 +22,8 @@ mod backends;
 mod connection;
 mod copy_out;
 mod frame_check;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod held_replies;
 mod http;
 mod message_loop;

@@ -17,6 +17,8 @@
 mod catalog;
 mod change_log;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod roles;
 mod wal;
 

@@ -27,12 +27,12 @@ mod changes;
 mod columns;
 mod config;
 mod output;
-mod pgoutput;
+pub(crate) mod pgoutput;
 mod position;
 mod reader;
 mod session;
 mod snapshot;
-mod value;
+pub(crate) mod value;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -17,6 +17,9 @@
 //! time quadratic in its length (DataFusion compares each column's name with every earlier
 //! one), so a statement of tens of thousands of columns would otherwise plan for minutes.
 //!
+//! Before that, the tokens are checked for how deeply function calls nest
+//! ([`check_call_nesting`]): sqlparser's time to parse them grows exponentially with it.
+//!
 //! A refused statement is taken apart bottom-up before it is dropped ([`dismantle`]): dropping
 //! a deep tree recurses as deeply as the tree is deep. The walks here are sqlparser's visitor,
 //! which grows its stack on the heap as it goes deeper (its `recursive-protection` feature), and
@@ -28,6 +31,8 @@ use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, Expr, Query, Select, SetExpr, Statement, Value, Values, Visit, VisitMut,
     Visitor, VisitorMut,
 };
+
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::SqlError;
 
@@ -44,6 +49,53 @@ pub const MAX_TARGET_LIST_ENTRIES: usize = 1664;
 /// evaluate), with room to spare in a debug build: every thread that handles statements or
 /// runs dataflows gets at least this much.
 pub const STATEMENT_STACK_BYTES: usize = 32 << 20;
+
+/// How many times the parser may read the tokens of a statement, beyond
+/// [`READS_PER_TOKEN`] times each.
+const EXTRA_TOKEN_READS: u64 = 1 << 16;
+
+/// How many times, on average, the parser may read each token of a statement.
+const READS_PER_TOKEN: u64 = 64;
+
+/// Refuses (54001) a statement whose function calls nest so deeply that parsing it would
+/// take too long, before the parser sees it.
+///
+/// sqlparser (0.62, PostgreSQL dialect) reads each argument of a call first as a named
+/// argument whose name is an expression, and reads it again when no `=>` follows: a token
+/// inside `d` nested calls is read 2^d times, so that `abs(abs(…abs(1)…))` 30 calls deep
+/// would keep a core busy for half an hour, and 40 for weeks. The reads are counted here, and
+/// a statement is refused if it would need more than [`READS_PER_TOKEN`] per token plus
+/// [`EXTRA_TOKEN_READS`]: a short statement may nest about 15 calls deep.
+pub(crate) fn check_call_nesting(tokens: &[TokenWithSpan]) -> Result<(), SqlError> {
+    let mut open: Vec<bool> = Vec::new();
+    let mut calls_open: u32 = 0;
+    let mut previous_is_word = false;
+    let mut tokens_read: u64 = 0;
+    let mut reads: u64 = 0;
+    for token in tokens {
+        match token.token {
+            Token::Whitespace(_) => continue,
+            Token::LParen => {
+                open.push(previous_is_word);
+                calls_open += u32::from(previous_is_word);
+            }
+            Token::RParen if open.pop() == Some(true) => calls_open -= 1,
+            _ => {}
+        }
+        previous_is_word = matches!(token.token, Token::Word(_));
+        tokens_read += 1;
+        reads = reads.saturating_add(1u64.checked_shl(calls_open).unwrap_or(u64::MAX));
+    }
+    let allowed = tokens_read
+        .saturating_mul(READS_PER_TOKEN)
+        .saturating_add(EXTRA_TOKEN_READS);
+    if reads > allowed {
+        return Err(SqlError::StackDepthExceeded(
+            "the statement nests function calls too deeply to be parsed".into(),
+        ));
+    }
+    Ok(())
+}
 
 /// `statement` if it keeps within the bounds; otherwise a 54001 or 54011 error, `statement`
 /// having been taken apart so that dropping it cannot overflow the stack.
@@ -240,6 +292,17 @@ mod tests {
             let error = checked(&sql).unwrap_err();
             assert!(matches!(error, SqlError::StackDepthExceeded(_)), "{error}");
         }
+    }
+
+    #[test]
+    fn calls_nested_too_deeply_to_parse_are_refused_first() {
+        let nested =
+            |depth: usize| format!("SELECT {}1{}", "abs(".repeat(depth), ")".repeat(depth));
+        assert!(crate::parse(&nested(12)).is_ok());
+        let error = crate::parse(&nested(40)).unwrap_err();
+        assert!(matches!(error, SqlError::StackDepthExceeded(_)), "{error}");
+        let side_by_side = format!("SELECT {}", chain("coalesce(abs(a), 1)", ", ", 1000));
+        assert!(crate::parse(&side_by_side).is_ok());
     }
 
     #[test]

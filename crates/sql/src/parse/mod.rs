@@ -78,6 +78,7 @@ pub fn parse_noting_truncations(
     let (tokens, table_watermarks) = table_watermark::strip_table_watermarks(tokens)?;
     let (tokens, emit_clauses) = emit::strip_emit_clauses(tokens);
     let tokens = sign_connection_limits(tokens);
+    bounds::check_call_nesting(&tokens)?;
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens.clone());
     let mut statements = Vec::new();
     loop {

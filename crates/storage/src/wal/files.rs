@@ -22,7 +22,7 @@ pub(super) const LOCK_FILE: &str = "LOCK";
 const TEMPORARY_SUFFIX: &str = ".tmp";
 
 /// The name of the segment whose first record has sequence number `first_seq`.
-pub(super) fn segment_file_name(first_seq: u64) -> String {
+pub(crate) fn segment_file_name(first_seq: u64) -> String {
     format!("wal-{first_seq:020}.log")
 }
 

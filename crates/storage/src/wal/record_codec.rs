@@ -182,7 +182,41 @@ fn encode_change_batch(id: GlobalId, batch: &ChangeBatch) -> Result<Vec<u8>, Sto
 }
 
 /// The rows and diffs of one IPC stream written by [`encode_change_batch`].
+///
+/// Arrow's IPC reader panics on some malformed buffers (an offset past its buffer's end)
+/// where it would better return an error: a payload that passed its checksum yet does not
+/// decode is reported as corrupt, like any other, never a panic during recovery.
 fn decode_change_batch(ipc: &[u8]) -> Result<(RecordBatch, Vec<i64>), String> {
+    check_message_lengths(ipc)?;
+    std::panic::catch_unwind(|| read_change_batch(ipc))
+        .unwrap_or_else(|_| Err("malformed Arrow IPC data".into()))
+}
+
+/// Checks that each message of the IPC stream `ipc` lies within it: Arrow's reader allocates
+/// what a message claims (up to 2^63 bytes of body) before it reads it.
+fn check_message_lengths(ipc: &[u8]) -> Result<(), String> {
+    const CONTINUATION: i32 = -1;
+    let mut rest = ipc;
+    while !rest.is_empty() {
+        let mut length = i32::from_le_bytes(take_array(&mut rest)?);
+        if length == CONTINUATION {
+            length = i32::from_le_bytes(take_array(&mut rest)?);
+        }
+        if length == 0 {
+            break;
+        }
+        let length = usize::try_from(length).map_err(|_| format!("message length {length}"))?;
+        let metadata = take(&mut rest, length)?;
+        let message = arrow::ipc::root_as_message(metadata).map_err(|e| e.to_string())?;
+        let body = usize::try_from(message.bodyLength())
+            .map_err(|_| format!("message body length {}", message.bodyLength()))?;
+        take(&mut rest, body)?;
+    }
+    Ok(())
+}
+
+/// [`decode_change_batch`], but for the panics.
+fn read_change_batch(ipc: &[u8]) -> Result<(RecordBatch, Vec<i64>), String> {
     let mut reader = StreamReader::try_new(Cursor::new(ipc), None).map_err(|e| e.to_string())?;
     let batch = match reader.next() {
         Some(batch) => batch.map_err(|e| e.to_string())?,
