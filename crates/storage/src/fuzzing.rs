@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, StringArray};
