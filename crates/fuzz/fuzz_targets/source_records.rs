@@ -1,3 +1,5 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz::Target::SourceRecords.run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    fuzz::Target::SourceRecords.run(data);
+});

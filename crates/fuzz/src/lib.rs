@@ -3,7 +3,8 @@
 //!
 //! Each [`Target`] takes arbitrary bytes and must never panic on them (it panics only where
 //! it checks a property of what decoded). `cargo fuzz` runs them coverage-guided (the binaries
-//! in `fuzz_targets/`, feature `libfuzzer`); [`mutation::fuzz_for`] runs them for a bounded
+//! in `fuzz_targets/`, feature `libfuzzer`, starting from the seeds that the `write_seeds`
+//! binary writes into their corpus); [`mutation::fuzz_for`] runs them for a bounded
 //! time on the stable toolchain, mutating each target's seed inputs, and the tests run it in
 //! every CI run.
 
