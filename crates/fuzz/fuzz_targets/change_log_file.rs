@@ -1,5 +1,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz::Target::ChangeLogFile.run(data);
+    fuzz::Target::ChangeLogFile.run_under_libfuzzer(data);
 });

@@ -1,5 +1,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz::Target::LogRecord.run(data);
+    fuzz::Target::LogRecord.run_under_libfuzzer(data);
 });

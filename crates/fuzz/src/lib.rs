@@ -8,6 +8,8 @@
 //! time on the stable toolchain, mutating each target's seed inputs, and the tests run it in
 //! every CI run.
 
+use std::sync::Once;
+
 pub mod mutation;
 mod sql_front_end;
 
@@ -67,6 +69,16 @@ impl Target {
             Target::SourceRecords => connectors::fuzzing::source_records(data) > 0,
             Target::PgoutputMessage => connectors::fuzzing::pgoutput_message(data),
         }
+    }
+
+    /// [`Target::run`] under libFuzzer, whose panic hook aborts at every panic, even one the
+    /// code catches: the record decoder catches the panics of Arrow's IPC reader on some
+    /// damaged records and reports the record as corrupt, as it should. The hook is replaced
+    /// by one that only prints; a panic that reaches libFuzzer still aborts the run there.
+    pub fn run_under_libfuzzer(self, data: &[u8]) {
+        static PRINT_ONLY_HOOK: Once = Once::new();
+        PRINT_ONLY_HOOK.call_once(|| std::panic::set_hook(Box::new(|info| eprintln!("{info}"))));
+        self.run(data);
     }
 
     /// Inputs that reach deep into the target, to start mutating from.

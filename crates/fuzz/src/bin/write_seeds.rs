@@ -13,7 +13,12 @@ fn main() -> std::io::Result<()> {
         for (n, seed) in seeds.iter().enumerate() {
             std::fs::write(dir.join(format!("seed-{n}")), seed)?;
         }
-        println!("{}: {} seeds in {}", target.name(), seeds.len(), dir.display());
+        println!(
+            "{}: {} seeds in {}",
+            target.name(),
+            seeds.len(),
+            dir.display()
+        );
     }
     Ok(())
 }
