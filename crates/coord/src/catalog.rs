@@ -106,9 +106,11 @@ impl Default for Catalog {
 }
 
 impl Catalog {
-    /// The owner and ACL of item `id`.
-    pub fn ownership(&self, id: GlobalId) -> Ownership {
-        self.ownership.get(&id).cloned().unwrap_or_default()
+    /// The owner and ACL of item `id` (the bootstrap superuser's, with the default ACL, for
+    /// an item created before privileges existed).
+    pub fn ownership(&self, id: GlobalId) -> &Ownership {
+        static UNRECORDED: Ownership = Ownership::new(repr::BOOTSTRAP_ROLE_OID);
+        self.ownership.get(&id).unwrap_or(&UNRECORDED)
     }
 
     /// Sets the owner and ACL of item `id`.
@@ -130,7 +132,7 @@ impl Catalog {
             kind: item.kind,
             create_sql: item.create_sql.clone(),
             depends_on: item.depends_on.clone(),
-            ownership: self.ownership(item.id),
+            ownership: self.ownership(item.id).clone(),
         }
     }
 
@@ -206,9 +208,9 @@ impl Catalog {
     }
 
     /// The owner and ACL of the schema called `name` (`public` included), if it exists.
-    pub fn schema_ownership(&self, name: &str) -> Option<Ownership> {
+    pub fn schema_ownership(&self, name: &str) -> Option<&Ownership> {
         if name == DEFAULT_SCHEMA {
-            return Some(self.public_schema.clone());
+            return Some(&self.public_schema);
         }
         self.schema_item(name).map(|item| self.ownership(item.id))
     }

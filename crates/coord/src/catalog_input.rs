@@ -82,7 +82,7 @@ fn catalog_item(catalog: &Catalog, item: &Item) -> CatalogItem {
         schema: item.schema.clone(),
         kind: item.kind,
         create_sql: item.create_sql.clone(),
-        ownership: catalog.ownership(item.id),
+        ownership: catalog.ownership(item.id).clone(),
         details,
     }
 }

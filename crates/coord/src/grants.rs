@@ -184,7 +184,7 @@ impl Coordinator {
             for index in catalog.items().filter(|item| {
                 matches!(item.details, crate::catalog::ItemDetails::Index { on } if on == id)
             }) {
-                let mut ownership = catalog.ownership(index.id);
+                let mut ownership = catalog.ownership(index.id).clone();
                 ownership.change_owner(new_owner);
                 changed.push((Target::of(index), ownership));
             }
@@ -207,7 +207,7 @@ impl Coordinator {
         };
         describe(ItemKind::Schema, DEFAULT_SCHEMA, &catalog.public_schema);
         for item in catalog.items() {
-            describe(item.kind, &item.name, &catalog.ownership(item.id));
+            describe(item.kind, &item.name, catalog.ownership(item.id));
         }
         dependents
     }

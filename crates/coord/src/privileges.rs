@@ -50,15 +50,18 @@ impl Coordinator {
         session: &Session,
         statement: &Statement,
     ) -> Result<(), CoordError> {
-        let role = match self.roles.oid_and_superuser(session.user()) {
-            Some((_, true)) => return Ok(()),
-            Some((oid, false)) => oid,
+        let role = self.roles.oid_and_superuser(session.user());
+        if matches!(role, Some((_, true))) {
+            return Ok(());
+        }
+        let access = statement.access();
+        let role = match role {
+            Some((oid, _)) => oid,
             // A session whose role was dropped or renamed still runs what touches nothing
             // (ROLLBACK, SET, SELECT 1).
-            None if statement.access() == Access::default() => return Ok(()),
+            None if access == Access::default() => return Ok(()),
             None => return Err(role_gone(session)),
         };
-        let access = statement.access();
         if access.server_files {
             return Err(CoordError::insufficient_privilege(
                 "permission denied to use the file connector: only superusers may read or \
@@ -92,7 +95,7 @@ impl Coordinator {
     pub(crate) fn ownership(&self, id: Option<GlobalId>) -> Ownership {
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         match id {
-            Some(id) => catalog.ownership(id),
+            Some(id) => catalog.ownership(id).clone(),
             None => catalog.public_schema.clone(),
         }
     }

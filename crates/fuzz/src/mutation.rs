@@ -85,12 +85,11 @@ fn mutate_and_run(
         let input = match seeded {
             true => seeds[run.inputs as usize].clone(),
             false => {
-                let pick = rng.random_range(0..seeds.len() + kept.len());
-                let base = seeds.get(pick).unwrap_or_else(|| &kept[pick - seeds.len()]);
-                let other = rng.random_range(0..seeds.len() + kept.len());
-                let other = seeds
-                    .get(other)
-                    .unwrap_or_else(|| &kept[other - seeds.len()]);
+                let mut any = || {
+                    let pick = rng.random_range(0..seeds.len() + kept.len());
+                    seeds.get(pick).unwrap_or_else(|| &kept[pick - seeds.len()])
+                };
+                let (base, other) = (any(), any());
                 mutate(base, other, &mut rng)
             }
         };

@@ -139,7 +139,7 @@ impl Default for Ownership {
 
 impl Ownership {
     /// An object newly created by `owner`, with the default ACL.
-    pub fn new(owner: u32) -> Ownership {
+    pub const fn new(owner: u32) -> Ownership {
         Ownership { owner, acl: None }
     }
 
