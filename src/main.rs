@@ -37,6 +37,11 @@ struct Args {
     /// machine's memory.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_query_memory: Option<u64>,
+    /// The memory budget of a materialized view, in MiB, for views created without their own
+    /// (`WITH (memory_budget = '…')`); a view that needs more is stopped, not the server.
+    /// Default: a quarter of the machine's memory.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_view_memory: Option<u64>,
     /// The access rule file (written like PostgreSQL's `pg_hba.conf`: `host`, `hostssl`,
     /// `hostnossl` rules with `trust`, `reject`, `scram-sha-256`, `md5`, `password`).
     /// Without one: trust on loopback, a password everywhere else.
@@ -116,11 +121,8 @@ async fn run(args: Args) -> Result<(), String> {
         workers,
         checkpoint_after_rows: args.checkpoint_after_rows,
         retain_history_ms: args.retain_history_ms,
-        max_query_memory: args
-            .max_query_memory
-            .map_or_else(default_query_memory, |mib| mib << 20)
-            .try_into()
-            .unwrap_or(usize::MAX),
+        max_query_memory: megabytes_or_quarter(args.max_query_memory),
+        max_view_memory: megabytes_or_quarter(args.max_view_memory),
         ssl,
     });
     // Clients that connect while the log is replayed are told the server is starting.
@@ -157,9 +159,16 @@ async fn run(args: Args) -> Result<(), String> {
     served
 }
 
+/// `mib` MiB in bytes, or a quarter of the machine's memory without it.
+fn megabytes_or_quarter(mib: Option<u64>) -> usize {
+    mib.map_or_else(quarter_of_memory, |mib| mib.saturating_mul(1 << 20))
+        .try_into()
+        .unwrap_or(usize::MAX)
+}
+
 /// A quarter of the machine's memory (`MemTotal` in `/proc/meminfo`), or 1 GiB where that
 /// cannot be read.
-fn default_query_memory() -> u64 {
+fn quarter_of_memory() -> u64 {
     let total_kib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|info| {

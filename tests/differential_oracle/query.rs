@@ -145,7 +145,8 @@ fn from_clause(rng: &mut StdRng, tables: &[Table]) -> From {
 }
 
 /// `x0 JOIN x1 ON … [JOIN x2 ON …]`: each join is inner, left, right or full, on one or two
-/// equalities between comparable columns, sometimes with an extra non-equi condition.
+/// equalities between comparable columns, sometimes with an extra non-equi condition, and
+/// sometimes on no equality at all (a cross join: `ON true`, or a comparison).
 fn join_chain(rng: &mut StdRng, tables: &[Table], count: usize) -> From {
     let mut from = single_table(rng, tables, "x0");
     for i in 1..count {
@@ -155,7 +156,9 @@ fn join_chain(rng: &mut StdRng, tables: &[Table], count: usize) -> From {
         let kind = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
             .choose(rng)
             .unwrap();
-        let condition = join_condition(rng, &from.scope, &right);
+        // PostgreSQL runs a FULL JOIN only on an equality.
+        let cross = *kind != "FULL JOIN" && rng.random_bool(0.1);
+        let condition = join_condition(rng, &from.scope, &right, cross);
         from.sql = format!(
             "{} {kind} {} AS {alias} ON {condition}",
             from.sql, table.name
@@ -166,8 +169,9 @@ fn join_chain(rng: &mut StdRng, tables: &[Table], count: usize) -> From {
 }
 
 /// One or two equalities `left.col = right.col` (the first always on integer columns, which
-/// every table has), sometimes with an extra condition on the right side's columns.
-fn join_condition(rng: &mut StdRng, left: &Scope, right: &Scope) -> String {
+/// every table has), sometimes with an extra condition on the right side's columns; with
+/// `cross`, no equality: `true`, or `left.col < right.col`.
+fn join_condition(rng: &mut StdRng, left: &Scope, right: &Scope, cross: bool) -> String {
     let pairs: Vec<(&ScopeColumn, &ScopeColumn)> = left
         .columns
         .iter()
@@ -181,6 +185,12 @@ fn join_condition(rng: &mut StdRng, left: &Scope, right: &Scope) -> String {
     let (l, r) = integer_pairs
         .choose(rng)
         .expect("invariant: every table has an integer column");
+    if cross {
+        return match rng.random_bool(0.5) {
+            true => format!("{} < {}", l.sql(), r.sql()),
+            false => "true".to_string(),
+        };
+    }
     let mut condition = format!("{} = {}", l.sql(), r.sql());
     if rng.random_bool(0.2) {
         let (l, r) = pairs.choose(rng).unwrap();

@@ -12,12 +12,14 @@ use std::rc::Rc;
 
 use differential_dataflow::batcher::merge::vec::VecMerger;
 use differential_dataflow::batcher::merge::MergeBatcher;
-use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::trace::implementations::ord_neu::{OrdValBatch, OrdValBuilder};
 use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::{ContainerChunker, OffsetList};
+use differential_dataflow::VecCollection;
 use repr::{Diff, GlobalId, Row, Timestamp};
 
+use crate::memory_meters;
 use crate::row_chunk::{RowChunk, RowChunkMerger};
 use crate::row_container::{RowContainer, RowRef};
 
@@ -56,6 +58,9 @@ pub(crate) type RowBatcher = MergeBatcher<
 /// (join inputs, reductions): keys and values both flat.
 pub(crate) type RowSpine = FlatSpine<RowContainer, Diff>;
 
+/// A batch of a [`RowSpine`].
+pub(crate) type RowBatch = OrdValBatch<FlatLayout<RowContainer, Diff>>;
+
 /// Turns a reduction's new `(value, time, diff)` results for `key` into the updates its
 /// output arrangement seals.
 pub(crate) fn reduction_updates(
@@ -73,6 +78,17 @@ pub(crate) fn reduction_updates(
 
 /// A handle to an arrangement's trace, shared by the dataflows that read it.
 pub(crate) type RowTrace = TraceAgent<RowSpine>;
+
+/// Arranges `(key, value)` rows by key into flat batches (operator `name`), and meters the
+/// spine as part of the dataflow's memory (see `memory_meters`).
+pub(crate) fn arrange_rows<'s>(
+    pairs: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+    name: &str,
+) -> Arranged<'s, RowTrace> {
+    let arranged = pairs.arrange_named::<RowBatcher, RowSpine>(name, RowBatcher::new);
+    memory_meters::meter_spine(&arranged.trace);
+    arranged
+}
 
 /// How rows are laid out in an arrangement's `(key, value)` pairs.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,25 +1,36 @@
-//! Arrangement sizes: how many updates, in how many batches, each collection's dataflow holds;
-//! and how many rows, and bytes of rows, each input holds, counted as they are appended (what
-//! PostgreSQL's catalogs show as a table's row estimate and size).
+//! Arrangement sizes: how many updates, in how many batches, each collection's dataflow holds,
+//! and the bytes its state holds; and how many rows, and bytes of rows, each input holds,
+//! counted as they are appended (what PostgreSQL's catalogs show as a table's row estimate and
+//! size).
 //!
 //! Differential's spines log every batch they gain, every merge they complete (two batches
 //! become one) and every batch they drop with their trace; summed per spine, these events give
-//! the updates and batches it holds. Each worker listens to them ([`SizeLog`]) and counts each
-//! spine for the collection whose dataflow created it, so a view's internal arrangements (join
-//! inputs, reductions, distinct presences) count for the view. After a step, a worker reports
-//! the totals that changed to one [`ArrangementSizes`] table that the controller shares with the
-//! coordinator, as it does frontiers.
+//! the updates and batches it holds. Its batchers log the bytes they hold. Each worker listens
+//! to them ([`SizeLog`]) and counts each spine and batcher for the collection whose dataflow
+//! created it, so a view's internal arrangements (join inputs, reductions, distinct presences)
+//! count for the view; the bytes of spines and of Fluxion's own operators' state come from the
+//! dataflow's meters (see `memory_meters`). After a step, a worker reports the totals that
+//! changed to one [`ArrangementSizes`] table that the controller shares with the coordinator,
+//! as it does frontiers.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use differential_dataflow::logging::{DifferentialEvent, DifferentialEventBuilder};
 use repr::GlobalId;
 
-/// The updates and batches held by some arrangements.
+use crate::memory_meters::Meter;
+
+/// How often a worker reads its dataflows' meters, events or not (an operator's state changes
+/// without an event).
+const METER_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The updates and batches held by some arrangements, and the bytes their dataflow's state
+/// holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ArrangementSize {
     /// Updates (`(key, value, time, diff)`), counted in every batch held, merges in progress
@@ -27,27 +38,41 @@ pub struct ArrangementSize {
     pub records: i64,
     /// Batches held.
     pub batches: i64,
+    /// Bytes allocated for the dataflow's state: its spines' batches, its batchers' pending
+    /// updates and its own operators' state.
+    pub bytes: i64,
 }
 
 impl ArrangementSize {
     fn add(&mut self, other: ArrangementSize) {
         self.records += other.records;
         self.batches += other.batches;
+        self.bytes += other.bytes;
     }
 
-    /// The change one logged event makes to its spine's size.
+    /// The change one logged event makes to its spine's or batcher's size.
     fn change(event: &DifferentialEvent) -> Option<(usize, ArrangementSize)> {
-        let (operator, records, batches) = match event {
-            DifferentialEvent::Batch(batch) => (batch.operator, count(batch.length), 1),
+        let (operator, records, batches, bytes) = match event {
+            DifferentialEvent::Batch(batch) => (batch.operator, count(batch.length), 1, 0),
             DifferentialEvent::Merge(merge) => {
                 let merged = merge.complete?;
                 let inputs = count(merge.length1) + count(merge.length2);
-                (merge.operator, count(merged) - inputs, -1)
+                (merge.operator, count(merged) - inputs, -1, 0)
             }
-            DifferentialEvent::Drop(dropped) => (dropped.operator, -count(dropped.length), -1),
+            DifferentialEvent::Drop(dropped) => (dropped.operator, -count(dropped.length), -1, 0),
+            DifferentialEvent::Batcher(batcher) => {
+                (batcher.operator, 0, 0, batcher.capacity_diff as i64)
+            }
             _ => return None,
         };
-        Some((operator, ArrangementSize { records, batches }))
+        Some((
+            operator,
+            ArrangementSize {
+                records,
+                batches,
+                bytes,
+            },
+        ))
     }
 }
 
@@ -158,6 +183,10 @@ pub(crate) struct SizeLog {
     operators: Rc<RefCell<OperatorSizes>>,
     /// The operator identifiers each collection's dataflow took, by the first of them.
     owners: BTreeMap<usize, (Range<usize>, GlobalId)>,
+    /// The meters of each collection's dataflow.
+    meters: BTreeMap<GlobalId, Vec<Meter>>,
+    /// When the meters were last read.
+    metered_at: Instant,
     /// What this worker last reported, by collection.
     reported: BTreeMap<GlobalId, ArrangementSize>,
 }
@@ -185,19 +214,23 @@ impl SizeLog {
         Self {
             operators,
             owners: BTreeMap::new(),
+            meters: BTreeMap::new(),
+            metered_at: Instant::now(),
             reported: BTreeMap::new(),
         }
     }
 
-    /// Counts the spines of the operators with `identifiers` (all those a dataflow built) for
-    /// collection `id`.
-    pub(crate) fn own(&mut self, id: GlobalId, identifiers: Range<usize>) {
+    /// Counts the spines and batchers of the operators with `identifiers` (all those a
+    /// dataflow built), and what `meters` read, for collection `id`.
+    pub(crate) fn own(&mut self, id: GlobalId, identifiers: Range<usize>, meters: Vec<Meter>) {
         self.owners.insert(identifiers.start, (identifiers, id));
+        self.meters.insert(id, meters);
     }
 
     /// Stops counting for `id`: it is dropped.
     pub(crate) fn forget(&mut self, id: GlobalId) {
         self.owners.retain(|_, (_, owner)| *owner != id);
+        self.meters.remove(&id);
         self.reported.remove(&id);
         self.operators.borrow_mut().changed = true;
     }
@@ -207,10 +240,23 @@ impl SizeLog {
     /// drop) are forgotten.
     pub(crate) fn report(&mut self, worker: usize, sizes: &ArrangementSizes) {
         let mut operators = self.operators.borrow_mut();
-        if !std::mem::take(&mut operators.changed) {
+        let changed = std::mem::take(&mut operators.changed);
+        if !changed && self.metered_at.elapsed() < METER_INTERVAL {
             return;
         }
+        self.metered_at = Instant::now();
         let mut totals: BTreeMap<GlobalId, ArrangementSize> = BTreeMap::new();
+        for (id, meters) in &mut self.meters {
+            let mut bytes = 0;
+            meters.retain_mut(|meter| match meter.read() {
+                Some(read) => {
+                    bytes += read;
+                    true
+                }
+                None => false,
+            });
+            totals.entry(*id).or_default().bytes += count(bytes);
+        }
         operators.sizes.retain(|operator, size| {
             let owner = self
                 .owners
@@ -235,7 +281,7 @@ impl SizeLog {
 
 #[cfg(test)]
 mod tests {
-    use differential_dataflow::logging::{BatchEvent, DropEvent, MergeEvent};
+    use differential_dataflow::logging::{BatchEvent, BatcherEvent, DropEvent, MergeEvent};
 
     use super::*;
 
@@ -257,6 +303,15 @@ mod tests {
                 length,
             })
         };
+        let batcher = |capacity_diff| {
+            DifferentialEvent::Batcher(BatcherEvent {
+                operator: 3,
+                records_diff: 0,
+                size_diff: 0,
+                capacity_diff,
+                allocations_diff: 0,
+            })
+        };
         let merge = |complete| {
             DifferentialEvent::Merge(MergeEvent {
                 operator: 3,
@@ -271,7 +326,8 @@ mod tests {
             held,
             ArrangementSize {
                 records: 15,
-                batches: 2
+                batches: 2,
+                bytes: 0
             },
             "a merge in progress holds both"
         );
@@ -280,9 +336,20 @@ mod tests {
             merged,
             ArrangementSize {
                 records: 12,
-                batches: 1
+                batches: 1,
+                bytes: 0
             },
             "consolidation cancelled 3"
+        );
+        let pending = apply(&[batcher(4096), batcher(1024), batcher(-4096)]);
+        assert_eq!(
+            pending,
+            ArrangementSize {
+                records: 0,
+                batches: 0,
+                bytes: 1024
+            },
+            "a batcher's chains count as bytes, not as updates"
         );
         let dropped = apply(&[
             batch(10),
@@ -307,6 +374,7 @@ mod tests {
             ArrangementSize {
                 records: 4,
                 batches: 1,
+                bytes: 0,
             },
         );
         sizes.report(
@@ -315,6 +383,7 @@ mod tests {
             ArrangementSize {
                 records: 6,
                 batches: 2,
+                bytes: 0,
             },
         );
         sizes.report(
@@ -323,6 +392,7 @@ mod tests {
             ArrangementSize {
                 records: 1,
                 batches: 1,
+                bytes: 0,
             },
         );
         let all = sizes.all();
@@ -330,7 +400,8 @@ mod tests {
             all.get(&id),
             Some(&ArrangementSize {
                 records: 10,
-                batches: 3
+                batches: 3,
+                bytes: 0,
             })
         );
         assert_eq!(all.len(), 1);

@@ -68,6 +68,8 @@ pub(crate) enum Command {
     CreateStream { id: GlobalId },
     /// Build a dataflow.
     CreateDataflow(Arc<DataflowDesc>),
+    /// Stop dataflow `id` (drop it, and fail the subscriptions that read it with `message`).
+    Stop { id: GlobalId, message: Arc<String> },
     /// Build a subscription's dataflow.
     CreateSubscription(Arc<SubscriptionDesc>),
     /// Insert updates into a table's input at `time`; each worker takes its share.

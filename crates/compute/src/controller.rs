@@ -1,7 +1,8 @@
 //! The controller: starts the timely workers and talks to them through commands.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -43,6 +44,10 @@ pub enum ComputeError {
     /// The workers stopped.
     #[error("compute workers are shut down")]
     Shutdown,
+    /// The dataflow was stopped (it needed more memory than its budget, or reads one that
+    /// was stopped); the message says why.
+    #[error("{0}")]
+    Stopped(String),
     /// A subscription's output was not taken and piled up.
     #[error("the subscription fell behind: {buffered} updates not yet taken")]
     SubscriberTooSlow {
@@ -58,6 +63,8 @@ pub struct ComputeController {
     errors: DataflowErrors,
     frontiers: Frontiers,
     sizes: ArrangementSizes,
+    /// The dataflows stopped, with why.
+    stopped: Mutex<BTreeMap<GlobalId, String>>,
     guards: Mutex<Option<timely::communication::WorkerGuards<()>>>,
 }
 
@@ -125,6 +132,7 @@ impl ComputeController {
             errors,
             frontiers,
             sizes,
+            stopped: Mutex::default(),
             guards: Mutex::new(Some(guards)),
         })
     }
@@ -176,6 +184,7 @@ impl ComputeController {
     /// rendered is refused here rather than failing inside the workers.
     pub fn create_dataflow(&self, desc: DataflowDesc) -> Result<(), ComputeError> {
         render::validate(&desc.plan)?;
+        self.check_imports(&desc.plan)?;
         self.frontiers.track(desc.id);
         self.sizes.track(desc.id);
         let desc = Arc::new(desc);
@@ -213,6 +222,7 @@ impl ComputeController {
         as_of: Timestamp,
     ) -> Result<SubscriptionUpdates, ComputeError> {
         render::validate(&plan)?;
+        self.check_imports(&plan)?;
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         let desc = Arc::new(SubscriptionDesc {
             id,
@@ -299,10 +309,51 @@ impl ComputeController {
 
     /// Drops an arrangement, its dataflow and input, a stream, or a subscription.
     pub fn drop_collection(&self, id: GlobalId) {
+        self.lock_stopped().remove(&id);
         self.errors.forget(id);
         self.frontiers.forget(id);
         self.sizes.forget(id);
         self.broadcast(|| Command::Drop { id });
+    }
+
+    /// Stops dataflow `id`, for the reason `message` gives: its dataflow is dropped, the
+    /// subscriptions reading it fail, and reads of it fail with [`ComputeError::Stopped`]
+    /// until it is dropped.
+    pub fn stop(&self, id: GlobalId, message: String) {
+        self.lock_stopped().insert(id, message.clone());
+        self.errors.forget(id);
+        self.frontiers.forget(id);
+        self.sizes.forget(id);
+        let message = Arc::new(message);
+        self.broadcast(|| Command::Stop {
+            id,
+            message: message.clone(),
+        });
+    }
+
+    /// Records that dataflow `id` is stopped, for the reason `message` gives, without
+    /// building it (a restart keeps a stopped view stopped).
+    pub fn mark_stopped(&self, id: GlobalId, message: String) {
+        self.lock_stopped().insert(id, message);
+    }
+
+    /// Why dataflow `id` is stopped, if it is.
+    pub fn stopped(&self, id: GlobalId) -> Option<String> {
+        self.lock_stopped().get(&id).cloned()
+    }
+
+    /// Fails with [`ComputeError::Stopped`] if `plan` reads a stopped dataflow: what it
+    /// built would never move.
+    fn check_imports(&self, plan: &Plan) -> Result<(), ComputeError> {
+        let stopped = self.lock_stopped();
+        match plan.imports().iter().find_map(|id| stopped.get(id)) {
+            Some(message) => Err(ComputeError::Stopped(message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn lock_stopped(&self) -> MutexGuard<'_, BTreeMap<GlobalId, String>> {
+        self.stopped.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Reads an arrangement's rows as of `time`, once every update at or before `time` is in
@@ -313,6 +364,9 @@ impl ComputeController {
         time: Timestamp,
         filter: PeekFilter,
     ) -> Result<Vec<(Row, Diff)>, ComputeError> {
+        if let Some(message) = self.stopped(target) {
+            return Err(ComputeError::Stopped(message));
+        }
         let (reply, mut answers) = tokio::sync::mpsc::unbounded_channel();
         let request = Arc::new(PeekRequest {
             target,
@@ -325,6 +379,12 @@ impl ComputeController {
         let mut rows = Vec::new();
         for _ in 0..self.workers() {
             match answers.recv().await {
+                // Stopped while the peek waited: say why.
+                Some(Err(ComputeError::UnknownArrangement(id))) => {
+                    return Err(self
+                        .stopped(target)
+                        .map_or(ComputeError::UnknownArrangement(id), ComputeError::Stopped));
+                }
                 Some(answer) => rows.extend(answer?),
                 None => return Err(ComputeError::Shutdown),
             }

@@ -20,6 +20,7 @@ mod command;
 mod controller;
 mod errors;
 mod frontier;
+mod memory_meters;
 mod peek;
 mod render;
 mod row_chunk;

@@ -51,6 +51,11 @@ pub(crate) struct RowContainer {
 }
 
 impl RowContainer {
+    /// The bytes its buffers have allocated.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + crate::memory_meters::offset_bytes(&self.ends)
+    }
+
     fn push_bytes(&mut self, bytes: &[u8]) {
         self.bytes.extend_from_slice(bytes);
         self.ends.push(self.bytes.len());

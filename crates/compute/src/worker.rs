@@ -13,13 +13,14 @@ use timely::order::PartialOrder;
 use timely::progress::Antichain;
 
 use crate::arrangement::{
-    ArrangementLayout, ArrangementRegistry, ExportedArrangement, RowBatcher, RowSpine,
+    arrange_rows, ArrangementLayout, ArrangementRegistry, ExportedArrangement,
 };
 use crate::arrangement_sizes::{ArrangementSizes, SizeLog};
 use crate::command::{Command, DataflowDesc, PeekRequest, SubscriptionDesc};
 use crate::controller::ComputeError;
 use crate::errors::DataflowErrors;
 use crate::frontier::{Frontier, Frontiers};
+use crate::memory_meters;
 use crate::peek::{self, PeekRead};
 use crate::render::{self, RenderContext};
 use crate::stream::{StreamInputs, StreamReader};
@@ -45,8 +46,9 @@ pub(crate) struct ComputeWorker<'w> {
     streams: BTreeMap<GlobalId, StreamInputs>,
     /// The watermark logs of the dataflows that wait for watermarks.
     watermarks: WatermarkReaders,
-    /// The subscriptions' dataflows, by subscription.
-    subscriptions: BTreeMap<GlobalId, usize>,
+    /// The subscriptions' dataflows (their indexes and what they were built from), by
+    /// subscription.
+    subscriptions: BTreeMap<GlobalId, (usize, Arc<SubscriptionDesc>)>,
     /// Peeks waiting for their arrangement to catch up with their time.
     pending_peeks: Vec<Arc<PeekRequest>>,
     /// Peeks being read, a turn at a time.
@@ -170,6 +172,7 @@ impl<'w> ComputeWorker<'w> {
                 self.compact();
             }
             Command::Drop { id } => self.drop_collection(id),
+            Command::Stop { id, message } => self.stop(id, &message),
             Command::Shutdown => {}
         }
     }
@@ -185,13 +188,13 @@ impl<'w> ComputeWorker<'w> {
         let first_operator = self.timely.peek_identifier();
         let mut input = InputSession::new();
         let trace = self.timely.dataflow_named(name, |scope| {
-            input
-                .to_collection(scope)
-                .arrange_named::<RowBatcher, RowSpine>(&format!("Arrange {name}"), RowBatcher::new)
-                .trace
+            arrange_rows(input.to_collection(scope), &format!("Arrange {name}")).trace
         });
-        self.size_log
-            .own(id, first_operator..self.timely.peek_identifier());
+        self.size_log.own(
+            id,
+            first_operator..self.timely.peek_identifier(),
+            memory_meters::take_built(),
+        );
         input.advance_to(upper);
         input.flush();
         self.inputs.insert(id, input);
@@ -227,18 +230,17 @@ impl<'w> ComputeWorker<'w> {
                 }
             };
             Ok::<_, render::RenderError>(
-                pairs
-                    .arrange_named::<RowBatcher, RowSpine>(
-                        &format!("Arrange {}", desc.debug_name),
-                        RowBatcher::new,
-                    )
-                    .trace,
+                arrange_rows(pairs, &format!("Arrange {}", desc.debug_name)).trace,
             )
         });
+        let meters = memory_meters::take_built();
         match result {
             Ok(trace) => {
-                self.size_log
-                    .own(desc.id, first_operator..self.timely.peek_identifier());
+                self.size_log.own(
+                    desc.id,
+                    first_operator..self.timely.peek_identifier(),
+                    meters,
+                );
                 self.add_stream_readers(desc.id, stream_readers);
                 self.watermarks.add(desc.id, watermark_logs);
                 self.register(desc.id, trace, layout, dataflow_index)
@@ -253,7 +255,7 @@ impl<'w> ComputeWorker<'w> {
     }
 
     /// Builds a subscription's dataflow: the plan, ending in a sink that sends its updates.
-    fn create_subscription(&mut self, desc: &SubscriptionDesc) {
+    fn create_subscription(&mut self, desc: &Arc<SubscriptionDesc>) {
         if let Some(since) = self.compacted_past(&desc.plan, desc.as_of) {
             let _ = desc
                 .sender
@@ -289,11 +291,14 @@ impl<'w> ComputeWorker<'w> {
                 subscribe::render_sink(rows, desc.as_of, worker, desc.sender.clone());
                 Ok::<_, render::RenderError>(())
             });
+        // A subscription's state is not counted: it has no arrangement of its own to report.
+        drop(memory_meters::take_built());
         match result {
             Ok(()) => {
                 self.add_stream_readers(desc.id, stream_readers);
                 self.watermarks.add(desc.id, watermark_logs);
-                self.subscriptions.insert(desc.id, dataflow_index);
+                self.subscriptions
+                    .insert(desc.id, (dataflow_index, desc.clone()));
             }
             Err(e) => {
                 let _ = desc
@@ -368,7 +373,7 @@ impl<'w> ComputeWorker<'w> {
     fn drop_collection(&mut self, id: GlobalId) {
         self.inputs.remove(&id);
         self.streams.remove(&id);
-        if let Some(dataflow_index) = self.subscriptions.remove(&id) {
+        if let Some((dataflow_index, _)) = self.subscriptions.remove(&id) {
             self.timely.drop_dataflow(dataflow_index);
         }
         for stream in self.streams.values_mut() {
@@ -380,6 +385,26 @@ impl<'w> ComputeWorker<'w> {
         }
         self.reported.remove(&id);
         self.size_log.forget(id);
+    }
+
+    /// Drops dataflow `id`, which was stopped, and fails the subscriptions reading it with
+    /// `message`: what they read will not move again.
+    fn stop(&mut self, id: GlobalId, message: &str) {
+        self.drop_collection(id);
+        let readers: Vec<GlobalId> = self
+            .subscriptions
+            .iter()
+            .filter(|(_, (_, desc))| desc.plan.imports().contains(&id))
+            .map(|(subscription, _)| *subscription)
+            .collect();
+        for subscription in readers {
+            if let Some((_, desc)) = self.subscriptions.get(&subscription) {
+                let _ = desc.sender.send(SinkMessage::Failed(ComputeError::Stopped(
+                    message.to_string(),
+                )));
+            }
+            self.drop_collection(subscription);
+        }
     }
 
     /// Reports the frontiers of the arrangements that moved since the last report.

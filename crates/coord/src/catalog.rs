@@ -87,6 +87,8 @@ pub(crate) struct Catalog {
     ownership: BTreeMap<GlobalId, Ownership>,
     /// The owner and ACL of the built-in `public` schema.
     pub public_schema: Ownership,
+    /// Why each stopped item's dataflow is stopped (see `view_memory`).
+    stopped: BTreeMap<GlobalId, String>,
     /// How many times items were added, removed or changed.
     generation: u64,
 }
@@ -100,6 +102,7 @@ impl Default for Catalog {
             comments: BTreeMap::new(),
             ownership: BTreeMap::new(),
             public_schema: Ownership::public_schema(),
+            stopped: BTreeMap::new(),
             generation: 0,
         }
     }
@@ -118,9 +121,20 @@ impl Catalog {
         self.ownership.insert(id, ownership);
     }
 
-    /// Forgets the owner and ACL of released item `id`.
+    /// Forgets the owner and ACL, and the stop, of released item `id`.
     pub fn forget_ownership(&mut self, id: GlobalId) {
         self.ownership.remove(&id);
+        self.stopped.remove(&id);
+    }
+
+    /// Records that item `id`'s dataflow is stopped, and why.
+    pub fn set_stopped(&mut self, id: GlobalId, message: String) {
+        self.stopped.insert(id, message);
+    }
+
+    /// Why item `id`'s dataflow is stopped, if it is.
+    pub fn stopped(&self, id: GlobalId) -> Option<&str> {
+        self.stopped.get(&id).map(String::as_str)
     }
 
     /// The item as the durable catalog stores it.
@@ -133,6 +147,7 @@ impl Catalog {
             create_sql: item.create_sql.clone(),
             depends_on: item.depends_on.clone(),
             ownership: self.ownership(item.id).clone(),
+            stopped: self.stopped.get(&item.id).cloned(),
         }
     }
 

@@ -25,6 +25,7 @@ use crate::table_rows::TableCodecs;
 use crate::table_watermarks::TableWatermarks;
 use crate::timeouts::{self, STATEMENT_TIMEOUT};
 use crate::timestamps::{ReadHolds, TimestampOracle};
+use crate::view_memory::ViewBudgets;
 use crate::write::{InsertRows, RowSearch, WriteStatement};
 use crate::write_conflicts::RecentWrites;
 
@@ -41,6 +42,9 @@ pub struct CoordConfig {
     pub retain_history_ms: u64,
     /// The most memory one query may use, in bytes (see `query_memory`).
     pub max_query_memory: usize,
+    /// The memory budget of a materialized view created without its own, in bytes (see
+    /// `view_memory`).
+    pub max_view_memory: usize,
     /// Whether clients may connect with TLS (`SHOW ssl`).
     pub ssl: bool,
 }
@@ -82,6 +86,8 @@ pub struct Coordinator {
     pub(crate) subscriptions: Arc<pipelines::DurableSubscriptions>,
     /// The sinks, their logs and their delivery.
     pub(crate) sinks: Arc<pipelines::Sinks>,
+    /// The memory budget of every materialized view.
+    pub(crate) view_budgets: Arc<ViewBudgets>,
     /// The roles.
     pub(crate) roles: Roles,
     /// Whether clients may connect with TLS.
@@ -111,6 +117,7 @@ impl Coordinator {
         ));
         let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
         let roles = Roles::load(&durable)?;
+        let view_budgets = Arc::new(ViewBudgets::new(config.max_view_memory));
         let mut base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             roles.clone(),
@@ -121,6 +128,7 @@ impl Coordinator {
                 table_watermarks: table_watermarks.clone(),
                 subscriptions: subscriptions.clone(),
                 sinks: sinks.clone(),
+                view_budgets: view_budgets.clone(),
             },
         )));
         base_state
@@ -150,6 +158,7 @@ impl Coordinator {
             streams: Arc::new(pipelines::Streams::new(config.data_dir.join("streams"))),
             subscriptions: subscriptions.clone(),
             sinks,
+            view_budgets,
             roles,
             ssl: config.ssl,
             next_transient_id: AtomicU64::new(0),
@@ -157,6 +166,7 @@ impl Coordinator {
             this: OnceLock::new(),
         });
         let _ = coordinator.this.set(Arc::downgrade(&coordinator));
+        coordinator.spawn_memory_watch();
         coordinator.recover(records, floor).await?;
         coordinator.spawn_idle_ticks();
         Ok(coordinator)

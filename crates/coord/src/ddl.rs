@@ -373,6 +373,7 @@ impl Coordinator {
                 let waits_for = plan.watermark_sources();
                 match self.install_materialized_view(id, &create_sql, planned, plan) {
                     Ok(()) => {
+                        self.view_budgets.set(id, create.options.memory_budget);
                         let watermarks = self.watermarks().into_iter().collect();
                         let start = self.oracle.read_time();
                         self.hydrate_view(id, imports, &waits_for, start, &watermarks)
@@ -553,6 +554,7 @@ impl Coordinator {
             create_sql: create_sql.to_string(),
             depends_on,
             ownership: ownership.clone(),
+            stopped: None,
         });
         self.apply_ddl(
             session,
@@ -1055,6 +1057,7 @@ impl Coordinator {
         if item.kind == ItemKind::Sink {
             self.sinks.remove(id);
         }
+        self.view_budgets.forget(id);
         if matches!(
             item.kind,
             ItemKind::Table | ItemKind::Source | ItemKind::MaterializedView | ItemKind::Index

@@ -251,6 +251,7 @@ impl From<compute::ComputeError> for CoordError {
     fn from(e: compute::ComputeError) -> Self {
         match e {
             compute::ComputeError::InvalidPlan(msg) => CoordError::unsupported(msg),
+            compute::ComputeError::Stopped(msg) => CoordError::Sql(SqlError::ViewStopped(msg)),
             compute::ComputeError::Compacted { time, since, .. } => CoordError::HistoryUnavailable(
                 format!("time {time} is no longer available: history is kept from {since} on"),
             ),

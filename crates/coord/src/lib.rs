@@ -52,6 +52,7 @@ mod timestamps;
 mod transactional_ddl;
 mod transactions;
 mod unique_keys;
+mod view_memory;
 mod write;
 mod write_conflicts;
 

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use compute::{ComputeController, PeekFilter};
+use compute::{ComputeController, ComputeError, PeekFilter};
 use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::take_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -23,6 +23,7 @@ use futures::future::{select, Either};
 use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
+use sql::SqlError;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
@@ -88,7 +89,12 @@ impl SnapshotReader for ArrangementReader {
             .compute
             .peek(target, self.time, filter)
             .await
-            .map_err(external)?;
+            .map_err(|e| match e {
+                ComputeError::Stopped(message) => {
+                    DataFusionError::External(Box::new(SqlError::ViewStopped(message)))
+                }
+                other => external(other),
+            })?;
         if let Some(overlay) = overlay.filter(|rows| !rows.is_empty()) {
             rows.extend(overlay);
             rows = repr::consolidate(rows);

@@ -10,13 +10,16 @@
 //! for it. Reads are admitted once every dataflow has caught up.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
-use repr::{GlobalId, ItemKind, Timestamp};
+use compute::ComputeError;
+use repr::{GlobalId, ItemKind, RelationDesc, Timestamp};
 use storage::WalRecord;
 
-use sql::Statement;
+use sql::{CreateView, Statement};
 
+use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 
@@ -120,14 +123,19 @@ impl Coordinator {
                     self.install_view(item.id, &item.create_sql, planned)?;
                 }
                 (ItemKind::MaterializedView, Statement::CreateView(create)) => {
-                    let planned = self.plan_view(&create).await?;
-                    let plan = self.lower_materialized_view(&create, &planned)?;
-                    let imports = plan.imports();
-                    let waits_for = plan.watermark_sources();
-                    self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
-                    self.hydrate_view(item.id, imports, &waits_for, floor, &watermarks)
-                        .await?;
-                    dataflows.push(item.id);
+                    if self
+                        .recover_materialized_view(item, &create, floor, &watermarks)
+                        .await?
+                    {
+                        dataflows.push(item.id);
+                    }
+                }
+                (ItemKind::Index, Statement::CreateIndex(_)) if item.stopped.is_some() => {
+                    let on = item.depends_on.first().copied().ok_or_else(|| {
+                        CoordError::Internal(format!("index {} is on no relation", item.name))
+                    })?;
+                    let message = item.stopped.as_deref().unwrap_or_default();
+                    self.install_stopped(item, ItemDetails::Index { on }, message);
                 }
                 (ItemKind::Index, Statement::CreateIndex(create)) => {
                     let planned = self.plan_index(&create)?;
@@ -149,10 +157,17 @@ impl Coordinator {
         self.recover_subscriptions(&items).await?;
         self.recover_sinks(&items).await?;
         for id in &dataflows {
-            self.compute
+            let built = self
+                .compute
                 .frontiers()
                 .wait_until_complete_at(*id, floor)
-                .await?;
+                .await;
+            match built {
+                // Stopped while it was built: it needed more memory than its budget.
+                Err(ComputeError::UnknownArrangement(_)) if self.compute.stopped(*id).is_some() => {
+                }
+                other => other?,
+            }
         }
         self.compute.allow_compaction(floor);
         self.note_logged_rows(replayed as u64);
@@ -178,6 +193,64 @@ impl Coordinator {
             "recovered: every object rebuilt and caught up with the log"
         );
         Ok(())
+    }
+
+    /// Plans materialized view `item` (created by `create`) and builds its dataflow, caught
+    /// up with the log through `floor`; returns whether it was built. A view that was stopped,
+    /// or that reads one that was, is installed stopped instead.
+    async fn recover_materialized_view(
+        &self,
+        item: &storage::CatalogItem,
+        create: &CreateView,
+        floor: Timestamp,
+        watermarks: &HashMap<GlobalId, i64>,
+    ) -> Result<bool, CoordError> {
+        let planned = self.plan_view(create).await?;
+        let plan = self.lower_materialized_view(create, &planned)?;
+        let stopped = item.stopped.clone().or_else(|| {
+            let read = plan
+                .imports()
+                .into_iter()
+                .find_map(|id| self.compute.stopped(id))?;
+            Some(format!(
+                "materialized view \"{}\" is stopped: it reads a stopped view ({read})",
+                item.name
+            ))
+        });
+        if let Some(message) = &stopped {
+            let relation = crate::catalog::arranged_relation(
+                item.id,
+                &planned.name,
+                RelationDesc::new(plan.schema().clone()),
+            );
+            self.install_stopped(item, ItemDetails::Relation(Arc::new(relation)), message);
+            return Ok(false);
+        }
+        let imports = plan.imports();
+        let waits_for = plan.watermark_sources();
+        self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
+        self.view_budgets.set(item.id, create.options.memory_budget);
+        self.hydrate_view(item.id, imports, &waits_for, floor, watermarks)
+            .await?;
+        Ok(true)
+    }
+
+    /// Installs `item`, whose dataflow was stopped for the reason `message` gives, without
+    /// building it: it is listed, and reading it fails with that reason.
+    fn install_stopped(&self, item: &storage::CatalogItem, details: ItemDetails, message: &str) {
+        tracing::warn!(item = %item.name, reason = message, "not built: stopped");
+        self.compute.mark_stopped(item.id, message.to_string());
+        let mut catalog = crate::catalog::write(&self.catalog);
+        catalog.set_stopped(item.id, message.to_string());
+        catalog.insert(Item {
+            id: item.id,
+            name: item.name.clone(),
+            schema: item.schema.clone(),
+            kind: item.kind,
+            create_sql: item.create_sql.clone(),
+            depends_on: item.depends_on.clone(),
+            details,
+        });
     }
 
     /// Feeds logged table writes to compute at their original times; returns the row count.

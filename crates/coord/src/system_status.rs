@@ -6,14 +6,15 @@ use std::sync::{Arc, RwLock};
 
 use compute::ComputeController;
 use pipelines::{DurableSubscriptions, Sinks, SourceRegistry};
-use repr::GlobalId;
+use repr::{GlobalId, ItemKind};
 use system_catalog::{
     ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
-    SystemStatus, ViewErrors,
+    SystemStatus, ViewErrors, ViewStatus,
 };
 
 use crate::catalog::Catalog;
 use crate::table_watermarks::TableWatermarks;
+use crate::view_memory::ViewBudgets;
 
 /// The parts of the running system `fluxion_catalog` describes.
 #[derive(Debug)]
@@ -24,6 +25,7 @@ pub(crate) struct RunningSystem {
     pub table_watermarks: Arc<TableWatermarks>,
     pub subscriptions: Arc<DurableSubscriptions>,
     pub sinks: Arc<Sinks>,
+    pub view_budgets: Arc<ViewBudgets>,
 }
 
 impl SystemStatus for RunningSystem {
@@ -77,6 +79,22 @@ impl SystemStatus for RunningSystem {
                 id,
                 records: size.records,
                 batches: size.batches,
+                bytes: size.bytes,
+            })
+            .collect()
+    }
+
+    fn views(&self) -> Vec<ViewStatus> {
+        let sizes = self.compute.arrangement_sizes().all();
+        let catalog = crate::catalog::read(&self.catalog);
+        catalog
+            .items()
+            .filter(|item| item.kind == ItemKind::MaterializedView)
+            .map(|item| ViewStatus {
+                id: item.id,
+                bytes: sizes.get(&item.id).map(|size| size.bytes),
+                memory_budget: self.view_budgets.get(item.id),
+                stopped: catalog.stopped(item.id).map(str::to_string),
             })
             .collect()
     }

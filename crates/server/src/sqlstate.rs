@@ -82,6 +82,7 @@ fn sql_sqlstate(error: &SqlError) -> &'static str {
         SqlError::StackDepthExceeded(_) => "54001",
         SqlError::TooManyColumns(_) => "54011",
         SqlError::OutOfMemory(_) => "53200",
+        SqlError::ViewStopped(_) => "55000",
         SqlError::ProgramLimitExceeded(_) => "54000",
         SqlError::InsufficientPrivilege(_) => "42501",
         SqlError::Internal(_) => "XX000",
@@ -107,6 +108,13 @@ pub(crate) fn error_info(error: &CoordError) -> ErrorInfo {
         CoordError::DiskFull(_) => info.hint = Some("Check free disk space.".into()),
         CoordError::Sql(SqlError::InconsistentParameterType { detail, .. }) => {
             info.detail = Some(detail.clone())
+        }
+        CoordError::Sql(SqlError::ViewStopped(_)) => {
+            info.hint = Some(
+                "Drop the stopped view, or create it again WITH (memory_budget = '…') \
+                 larger than what it held."
+                    .into(),
+            )
         }
         _ => {}
     }

@@ -104,6 +104,10 @@ pub enum SqlError {
     /// A query needed more memory than it may use.
     #[error("{0}")]
     OutOfMemory(String),
+    /// A materialized view that is stopped (it needed more memory than its budget, or reads
+    /// one that did) cannot be read or built on.
+    #[error("{0}")]
+    ViewStopped(String),
     /// A select list has more entries than PostgreSQL allows (see [`crate::parse::bounds`]).
     #[error("{0}")]
     TooManyColumns(String),

@@ -64,6 +64,10 @@ pub struct CatalogItem {
     /// bootstrap superuser).
     #[serde(default)]
     pub ownership: Ownership,
+    /// Why its dataflow is stopped, if it is (a materialized view that needed more memory
+    /// than its budget): a restart does not build it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// One change to the catalog; a slice of them is applied atomically by [`Catalog::apply`].
@@ -420,6 +424,7 @@ mod tests {
             create_sql: format!("CREATE ... {name}"),
             depends_on,
             ownership: Ownership::default(),
+            stopped: None,
         }
     }
 

@@ -34,6 +34,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("frontiers", frontiers_schema()),
         ("arrangement_sizes", arrangement_sizes_schema()),
         (LATE_EVENTS_NAME, late_events_desc().schema),
+        ("views", views_schema()),
     ]
 }
 
@@ -140,6 +141,19 @@ fn arrangement_sizes_schema() -> SchemaRef {
         Field::new("object_type", DataType::Utf8, false),
         Field::new("records", DataType::Int64, false),
         Field::new("batches", DataType::Int64, false),
+        Field::new("bytes", DataType::Int64, false),
+    ]))
+}
+
+/// `views`: one row per materialized view.
+fn views_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("view_name", DataType::Utf8, false),
+        Field::new("status", DataType::Utf8, false),
+        Field::new("memory_bytes", DataType::Int64, true),
+        Field::new("memory_budget", DataType::Int64, true),
+        Field::new("stopped_reason", DataType::Utf8, true),
     ]))
 }
 
@@ -411,6 +425,7 @@ impl FluxionCatalog {
         let mut types = Vec::new();
         let mut records = Vec::new();
         let mut batches = Vec::new();
+        let mut bytes = Vec::new();
         for size in self.status.arrangement_sizes() {
             let Some((schema_name, name, kind)) = arrangement_owner(&catalog, size.id) else {
                 continue;
@@ -420,6 +435,7 @@ impl FluxionCatalog {
             types.push(kind);
             records.push(size.records);
             batches.push(size.batches);
+            bytes.push(size.bytes);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -429,6 +445,38 @@ impl FluxionCatalog {
                 Arc::new(StringArray::from(types)),
                 Arc::new(Int64Array::from(records)),
                 Arc::new(Int64Array::from(batches)),
+                Arc::new(Int64Array::from(bytes)),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
+    /// `views`: every materialized view, `running` or `stopped` (and why), with the bytes
+    /// its dataflow holds and its memory budget.
+    fn views(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = views_schema();
+        let catalog = self.catalog.catalog();
+        let views = self.status.views();
+        let names: Vec<(String, String)> = views.iter().map(|v| name_of(&catalog, v.id)).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.0))),
+                Arc::new(StringArray::from_iter_values(names.iter().map(|n| &n.1))),
+                Arc::new(StringArray::from_iter_values(views.iter().map(
+                    |v| match v.stopped {
+                        Some(_) => "stopped",
+                        None => "running",
+                    },
+                ))),
+                Arc::new(Int64Array::from_iter(views.iter().map(|v| v.bytes))),
+                Arc::new(Int64Array::from_iter(views.iter().map(|v| {
+                    v.memory_budget
+                        .map(|budget| i64::try_from(budget).unwrap_or(i64::MAX))
+                }))),
+                Arc::new(StringArray::from_iter(
+                    views.iter().map(|v| v.stopped.clone()),
+                )),
             ],
         )?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
@@ -517,6 +565,7 @@ impl SchemaProvider for FluxionCatalog {
             "sink_stats" => self.sink_stats().map(Some),
             "frontiers" => self.frontiers().map(Some),
             "arrangement_sizes" => self.arrangement_sizes().map(Some),
+            "views" => self.views().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),

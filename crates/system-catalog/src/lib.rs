@@ -49,7 +49,7 @@ pub use session::SessionInfo;
 pub use source_errors::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 pub use status::{
     ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
-    SystemStatus, ViewErrors,
+    SystemStatus, ViewErrors, ViewStatus,
 };
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).

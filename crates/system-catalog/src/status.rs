@@ -20,6 +20,8 @@ pub trait SystemStatus: Send + Sync + Debug {
     fn frontiers(&self) -> Vec<ArrangementFrontier>;
     /// How much each object's arrangements hold, in id order.
     fn arrangement_sizes(&self) -> Vec<ArrangementRecords>;
+    /// Every materialized view's state and memory, in id order.
+    fn views(&self) -> Vec<ViewStatus>;
 }
 
 /// What `fluxion_catalog.sources` and `source_stats` show of one source.
@@ -130,4 +132,19 @@ pub struct ArrangementRecords {
     pub records: i64,
     /// Batches held.
     pub batches: i64,
+    /// Bytes the dataflow's state holds (spines, batchers, operators' own state).
+    pub bytes: i64,
+}
+
+/// What `fluxion_catalog.views` shows of one materialized view.
+#[derive(Clone, Debug)]
+pub struct ViewStatus {
+    /// The view.
+    pub id: GlobalId,
+    /// Bytes its dataflow holds, as last reported (`None`: stopped, or nothing reported yet).
+    pub bytes: Option<i64>,
+    /// The most bytes its dataflow may hold (`None`: stopped).
+    pub memory_budget: Option<usize>,
+    /// Why it is stopped, if it is.
+    pub stopped: Option<String>,
 }

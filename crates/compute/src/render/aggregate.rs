@@ -20,8 +20,9 @@ use repr::{Diff, GlobalId, Row, RowCodec};
 
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError};
-use crate::arrangement::{reduction_updates, RowBatcher, RowBuilder, RowSpine};
+use crate::arrangement::{arrange_rows, reduction_updates, RowBuilder, RowSpine};
 use crate::errors::DataflowErrors;
+use crate::memory_meters;
 use crate::row_container::{RowContainer, RowRef};
 
 /// Renders the recomputing reduction over `(group key, arguments)` pairs.
@@ -42,8 +43,7 @@ pub(crate) fn render<'s>(
         .map(|a| shift_columns(a, spec.group_len))
         .collect();
     let (dataflow, errors) = errors;
-    let arranged =
-        pairs.arrange_named::<RowBatcher, RowSpine>("Arrange: Aggregate", RowBatcher::new);
+    let arranged = arrange_rows(pairs, "Arrange: Aggregate");
     let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
         "Aggregate",
         move |_key, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
@@ -67,6 +67,7 @@ pub(crate) fn render<'s>(
         },
         reduction_updates,
     );
+    memory_meters::meter_spine(&reduced.trace);
     Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
 }
 

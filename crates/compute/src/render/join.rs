@@ -31,8 +31,8 @@ use timely::order::Product;
 use timely::progress::Timestamp;
 
 use super::evaluate::RowEvaluator;
-use super::{codec, RenderError, RowCollection, Rows, Update};
-use crate::arrangement::{RowBatcher, RowSpine};
+use super::{codec, cross_join, RenderError, RowCollection, Rows, Update};
+use crate::arrangement::arrange_rows;
 use crate::errors::DataflowErrors;
 use crate::row_container::RowRef;
 
@@ -41,26 +41,41 @@ pub(super) type KeyedRows<'s, T = repr::Timestamp> = VecCollection<'s, T, (Row, 
 /// Rows with their join key, `None` where the key holds a NULL that matches nothing.
 type MaybeKeyedRows<'s, T> = VecCollection<'s, T, (Option<Row>, Row), Diff>;
 /// Matched `(left, right)` rows.
-type Pairs<'s, T> = VecCollection<'s, T, (Row, Row), Diff>;
+pub(super) type Pairs<'s, T = repr::Timestamp> = VecCollection<'s, T, (Row, Row), Diff>;
 
 /// The times rows are joined at: a dataflow's own, or those of an iteration inside it.
 pub(crate) trait JoinTime: Timestamp + Lattice {
-    /// The pairs of `left` and `right` rows with equal keys, both sides arranged by key.
-    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self>;
+    /// The pairs of `left` and `right` rows with equal keys, both sides arranged by key;
+    /// `cross`: the keys are empty, every row pairs with every row.
+    fn matched_pairs<'s>(
+        left: KeyedRows<'s, Self>,
+        right: KeyedRows<'s, Self>,
+        cross: bool,
+    ) -> Pairs<'s, Self>;
 }
 
 impl JoinTime for repr::Timestamp {
-    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self> {
-        left.arrange_named::<RowBatcher, RowSpine>("JoinLeft", RowBatcher::new)
-            .join_core(
-                right.arrange_named::<RowBatcher, RowSpine>("JoinRight", RowBatcher::new),
-                |_key, l: RowRef, r: RowRef| Some((l.to_row(), r.to_row())),
-            )
+    fn matched_pairs<'s>(
+        left: KeyedRows<'s, Self>,
+        right: KeyedRows<'s, Self>,
+        cross: bool,
+    ) -> Pairs<'s, Self> {
+        if cross {
+            return cross_join::cross_pairs(left, right);
+        }
+        arrange_rows(left, "JoinLeft").join_core(
+            arrange_rows(right, "JoinRight"),
+            |_key, l: RowRef, r: RowRef| Some((l.to_row(), r.to_row())),
+        )
     }
 }
 
 impl JoinTime for Product<repr::Timestamp, u64> {
-    fn matched_pairs<'s>(left: KeyedRows<'s, Self>, right: KeyedRows<'s, Self>) -> Pairs<'s, Self> {
+    fn matched_pairs<'s>(
+        left: KeyedRows<'s, Self>,
+        right: KeyedRows<'s, Self>,
+        _cross: bool,
+    ) -> Pairs<'s, Self> {
         left.join_map(right, |_key, l, r| (l.clone(), r.clone()))
     }
 }
@@ -106,7 +121,7 @@ pub(crate) fn render<'s, T: JoinTime>(
     let pair_schema = concat_schema(left_schema, right_schema);
     let matched_pairs =
         |left: KeyedRows<'s, T>, right: KeyedRows<'s, T>| -> Result<Pairs<'s, T>, RenderError> {
-            let pairs = T::matched_pairs(left, right);
+            let pairs = T::matched_pairs(left, right, key_schema.fields().is_empty());
             match filter {
                 Some(filter) => {
                     filter_pairs(pairs, codec(&pair_schema)?, filter.clone(), errors.clone())

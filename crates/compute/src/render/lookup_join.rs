@@ -26,7 +26,7 @@ use timely::progress::Antichain;
 
 use super::join::{JoinSides, KeyedRows, KeyedSides};
 use super::{RenderError, RowCollection};
-use crate::arrangement::{RowBatcher, RowSpine};
+use crate::arrangement::arrange_rows;
 use crate::errors::DataflowErrors;
 use crate::peek::values_at;
 use crate::row_container::RowRef;
@@ -84,7 +84,7 @@ fn look_up<'s>(
     right: KeyedRows<'s>,
     output_kind: Output,
 ) -> RowCollection<'s> {
-    let arranged = right.arrange_named::<RowBatcher, RowSpine>("LookupRight", RowBatcher::new);
+    let arranged = arrange_rows(right, "LookupRight");
     let mut trace = arranged.trace.clone();
     // The left updates go where the arrangement keeps their key.
     let by_key = Exchange::new(|((key, _), _, _): &((Row, Row), Timestamp, Diff)| key.hashed());

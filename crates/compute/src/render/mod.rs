@@ -7,6 +7,7 @@ mod accumulable;
 mod aggregate;
 mod asof_join;
 mod constant;
+mod cross_join;
 mod evaluate;
 mod join;
 mod lookup_join;

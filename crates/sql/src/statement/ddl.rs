@@ -24,6 +24,7 @@ use crate::names::{fold_ident, object_name, object_ref, ObjectRef};
 use crate::planner::PlanContext;
 use crate::result_columns::{display_name, name_result_columns};
 use crate::rewrite::postgres_syntax::Target;
+use crate::statement::view_options::ViewOptions;
 use crate::statement::watermark::{WatermarkClause, WatermarkSpec};
 use crate::statement::Query;
 use crate::SqlError;
@@ -723,6 +724,8 @@ pub struct CreateView {
     pub emit_on_window_close: bool,
     /// `IF NOT EXISTS`.
     pub if_not_exists: bool,
+    /// A materialized view's `WITH (…)` options.
+    pub options: ViewOptions,
     create: ast::CreateView,
 }
 
@@ -731,11 +734,16 @@ impl CreateView {
         if create.or_replace {
             return Err(SqlError::Unsupported("CREATE OR REPLACE VIEW".into()));
         }
+        let options = match create.materialized {
+            true => ViewOptions::from_sql(&create.options)?,
+            false => ViewOptions::default(),
+        };
         Ok(CreateView {
             name: object_ref(&create.name)?,
             materialized: create.materialized,
             emit_on_window_close: false,
             if_not_exists: create.if_not_exists,
+            options,
             create,
         })
     }

@@ -18,6 +18,7 @@ mod settings;
 pub(crate) mod sinks;
 pub(crate) mod sources;
 pub(crate) mod subscriptions;
+mod view_options;
 pub(crate) mod watermark;
 mod write;
 
@@ -40,6 +41,7 @@ pub use settings::{Explain, Set, Show};
 pub use sinks::CreateSink;
 pub use sources::{CreateSource, CreateTableFromSource};
 pub use subscriptions::{AsOf, CreateSubscription, Subscribe, SubscribeTarget, DEFAULT_RETENTION};
+pub use view_options::{parse_memory_size, ViewOptions, MEMORY_BUDGET_OPTION};
 pub use watermark::WatermarkSpec;
 pub use write::{
     ConflictArbiter, ConflictUpdate, Delete, Insert, InsertTarget, OnConflict, PlannedInsert,

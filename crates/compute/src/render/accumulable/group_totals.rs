@@ -29,6 +29,7 @@ use timely::dataflow::operators::Capability;
 
 use super::super::RowCollection;
 use super::{Accumulation, AccumulationUpdates};
+use crate::memory_meters::StateMeter;
 
 /// A group's running total and the row it last finished to, key and aggregates (`None`: the
 /// group has no row).
@@ -51,6 +52,8 @@ struct Groups {
     slots: Vec<GroupTotal>,
     /// Slots of groups that are gone, to be reused.
     free: Vec<usize>,
+    /// The bytes of the groups' keys and rows.
+    row_bytes: usize,
 }
 
 impl Groups {
@@ -66,6 +69,7 @@ impl Groups {
             state.changed_at = time;
             return first.then_some(slot);
         }
+        self.row_bytes += key.as_bytes().len();
         let state = GroupTotal {
             key,
             total: accumulation,
@@ -94,10 +98,32 @@ impl Groups {
         if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
             entry.remove();
         }
-        self.slots[slot].key = Row::default();
-        self.slots[slot].row = None;
+        let state = &mut self.slots[slot];
+        self.row_bytes -= state.key.as_bytes().len() + state.row.as_ref().map_or(0, row_len);
+        state.key = Row::default();
+        state.row = None;
         self.free.push(slot);
     }
+
+    /// Replaces the row of the group in `slot` with `row`; returns the row it had.
+    fn replace_row(&mut self, slot: usize, row: Option<Row>) -> Option<Row> {
+        self.row_bytes += row.as_ref().map_or(0, row_len);
+        let old = std::mem::replace(&mut self.slots[slot].row, row);
+        self.row_bytes -= old.as_ref().map_or(0, row_len);
+        old
+    }
+
+    /// The bytes the groups hold: their slots, the index and their rows.
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<GroupTotal>()
+            + self.index.capacity() * (std::mem::size_of::<usize>() + 1)
+            + self.free.capacity() * std::mem::size_of::<usize>()
+            + self.row_bytes
+    }
+}
+
+fn row_len(row: &Row) -> usize {
+    row.as_bytes().len()
 }
 
 /// One update of a group's accumulation.
@@ -128,6 +154,7 @@ where
             move |_, _| {
                 let mut groups = Groups::default();
                 let mut pending = PendingTimes::new();
+                let meter = StateMeter::new();
                 move |(input, frontier), output| {
                     input.for_each(|capability, data| {
                         let Some(capability) = capability.retain_least(0) else {
@@ -179,23 +206,32 @@ where
                                     .map(|aggregates| state.key.concat(&aggregates)),
                             };
                             if row != state.row {
-                                if let Some(old) = state.row.take() {
+                                if let Some(old) = groups.replace_row(slot, row) {
                                     session.give((old, time, -1));
                                 }
-                                if let Some(new) = &row {
+                                if let Some(new) = &groups.slots[slot].row {
                                     session.give((new.clone(), time, 1));
                                 }
-                                state.row = row;
                             }
                             if zero {
                                 groups.remove(slot);
                             }
                         }
                     }
+                    meter.set(groups.heap_bytes() + pending_bytes(&pending));
                 }
             },
         )
         .as_collection()
+}
+
+/// The bytes of the updates waiting for their times to complete (their keys' bytes aside).
+fn pending_bytes(pending: &PendingTimes) -> usize {
+    pending
+        .values()
+        .flat_map(|(_, containers)| containers)
+        .map(|updates| updates.capacity() * std::mem::size_of::<AccumulationUpdate>())
+        .sum()
 }
 
 /// The rows the non-zero totals of the groups in the `changed` slots finish to, in order.
