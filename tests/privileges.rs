@@ -334,3 +334,72 @@ async fn a_role_signals_only_its_own_backends() {
         ["true"]
     );
 }
+
+#[tokio::test]
+async fn bad_and_late_records_show_only_the_sources_a_role_may_read() {
+    let server = TestServer::start();
+    let admin = setup(&server).await;
+    admin
+        .batch_execute(
+            "CREATE TABLE open_events (ts timestamp, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+             CREATE TABLE hidden_events (ts timestamp, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+             INSERT INTO open_events VALUES ('2026-01-01 10:00:00');
+             INSERT INTO open_events VALUES ('2026-01-01 09:00:00');
+             INSERT INTO hidden_events VALUES ('2026-01-01 10:00:00');
+             INSERT INTO hidden_events VALUES ('2026-01-01 09:00:00');
+             GRANT SELECT ON open_events TO bi, alice;",
+        )
+        .await
+        .expect("two tables with a late row each");
+    let all = "SELECT source FROM fluxion_catalog.late_events ORDER BY 1";
+    assert_eq!(rows(&admin, all).await, ["hidden_events", "open_events"]);
+    let bi = server.connect_as("bi").await;
+    assert_eq!(
+        rows(&bi, all).await,
+        ["open_events"],
+        "a superuser sees all, bi its own"
+    );
+    assert_eq!(
+        rows(&bi, "SELECT count(*) FROM fluxion_catalog.source_errors").await,
+        ["0"]
+    );
+    // Whatever reads the records as they change would hold every source's: superusers only.
+    let refused = "42501 permission denied to maintain a dataflow over late_events: only \
+                   superusers may; SELECT from it shows the records of the sources you may read";
+    assert_eq!(
+        outcome(
+            &bi,
+            "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE TO (SELECT * FROM fluxion_catalog.late_events)"
+        )
+        .await,
+        refused
+    );
+    bi.batch_execute("ROLLBACK").await.expect("rollback");
+    let alice = server.connect_as("alice").await;
+    assert_eq!(
+        outcome(
+            &alice,
+            "CREATE VIEW mine AS SELECT * FROM fluxion_catalog.late_events"
+        )
+        .await,
+        "ok",
+        "a plain view reads with the reader's filter"
+    );
+    assert_eq!(
+        rows(&alice, "SELECT source FROM mine").await,
+        ["open_events"]
+    );
+    assert_eq!(
+        outcome(
+            &alice,
+            "CREATE MATERIALIZED VIEW kept AS SELECT * FROM mine"
+        )
+        .await,
+        refused
+    );
+    assert_eq!(
+        rows(&admin, "SELECT count(*) FROM fluxion_catalog.views").await,
+        ["0"],
+        "the refused view left nothing behind"
+    );
+}

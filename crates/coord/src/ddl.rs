@@ -359,6 +359,9 @@ impl Coordinator {
             ItemKind::MaterializedView => Some(self.lower_materialized_view(&create, &planned)?),
             _ => None,
         };
+        if let Some(plan) = &lowered {
+            self.check_maintained_reads(session, plan)?;
+        }
         let id = self.record_item(
             session,
             &planned.schema,

@@ -37,6 +37,14 @@ impl Coordinator {
         if self.exists(session, &schema, &name, create.if_not_exists)? {
             return Ok(ExecuteResponse::command("CREATE SUBSCRIPTION"));
         }
+        let watched = Subscribe {
+            target: SubscribeTarget::Object(create.from.clone()),
+            snapshot: true,
+            progress: false,
+            as_of: None,
+        };
+        // Planned in the session, whose role may not maintain what some relations hold.
+        self.plan_subscription(session, &watched).await?;
         let id = self.record_item(
             session,
             &schema,

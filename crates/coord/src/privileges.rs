@@ -2,7 +2,12 @@
 //! it was granted (or owns), creates only in schemas it may create in, and changes or drops
 //! only what it owns; superusers pass every check, as in PostgreSQL. A view reads its
 //! relations with its owner's privileges, so a role granted a view needs nothing on what the
-//! view reads. System relations are readable by every role.
+//! view reads. System relations are readable by every role, but the bad and late records of
+//! sources (`fluxion_catalog.source_errors`, `late_events`) show a role only those of the
+//! sources and tables it may read, and only superusers maintain dataflows over them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use repr::{GlobalId, ItemKind, Ownership, Privileges};
 use sql::{Access, ObjectKind, ObjectRef, Statement};
@@ -89,6 +94,73 @@ impl Coordinator {
             check.may_create(*kind, name)?;
         }
         Ok(())
+    }
+
+    /// The relations whose rows of `fluxion_catalog.source_errors` and `late_events` the
+    /// session's role may see, by name: the sources and tables it may read (`None`: every
+    /// one, for a superuser). Bad and late records hold upstream data, which the role may
+    /// only see where it may see the relation they were meant for.
+    pub(crate) fn visible_sources(&self, session: &Session) -> Option<Arc<HashSet<String>>> {
+        let role = match self.roles.oid_and_superuser(session.user()) {
+            Some((_, true)) => return None,
+            Some((oid, false)) => Some(oid),
+            None => None,
+        };
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let search_path = session.search_path();
+        let visible = role.map(|role| {
+            let check = Checker {
+                catalog: &catalog,
+                role,
+                roles: &self.roles,
+                search_path: &search_path,
+            };
+            catalog
+                .items()
+                .filter(|item| matches!(item.kind, ItemKind::Source | ItemKind::Table))
+                .filter(|item| {
+                    check.on_schema(&item.schema, Privileges::USAGE).is_ok()
+                        && check.holds(item, role, Privileges::SELECT).is_ok()
+                })
+                .map(|item| item.name.clone())
+                .collect()
+        });
+        Some(Arc::new(visible.unwrap_or_default()))
+    }
+
+    /// Refuses a role that is not a superuser a dataflow (a materialized view, a subscription,
+    /// a sink) that reads `fluxion_catalog.source_errors` or `late_events`: it would hold
+    /// every source's bad and late records, where a query shows the role only those of the
+    /// sources it may read (see [`Self::visible_sources`]).
+    pub(crate) fn check_maintained_reads(
+        &self,
+        session: &Session,
+        plan: &plan::Plan,
+    ) -> Result<(), CoordError> {
+        if matches!(
+            self.roles.oid_and_superuser(session.user()),
+            Some((_, true))
+        ) {
+            return Ok(());
+        }
+        let records = [
+            (
+                system_catalog::SOURCE_ERRORS,
+                system_catalog::SOURCE_ERRORS_NAME,
+            ),
+            (
+                system_catalog::LATE_EVENTS,
+                system_catalog::LATE_EVENTS_NAME,
+            ),
+        ];
+        let imports = plan.imports();
+        match records.iter().find(|(id, _)| imports.contains(id)) {
+            Some((_, name)) => Err(CoordError::insufficient_privilege(format!(
+                "permission denied to maintain a dataflow over {name}: only superusers may; \
+                 SELECT from it shows the records of the sources you may read"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The owner and ACL of item `id` (of the `public` schema for `None`).

@@ -68,7 +68,8 @@ impl Coordinator {
         overlay: &PendingWrites,
         reads: Option<Arc<ReadSet>>,
     ) -> QueryContext {
-        let reader = self.snapshot_reader(hold.time(), overlay, reads);
+        let mut reader = self.snapshot_reader(hold.time(), overlay, reads);
+        reader.visible_sources = self.visible_sources(session);
         let (mut state, info) = self.session_state(session);
         let default_schema = {
             let catalog = read(&self.catalog);
@@ -105,6 +106,7 @@ impl Coordinator {
             time,
             overlay: overlay.tables.clone().into_iter().collect(),
             reads,
+            visible_sources: None,
         }
     }
 

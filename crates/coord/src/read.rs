@@ -6,14 +6,14 @@
 //! up to it while the query runs). Equality filters on an arrangement's key become point
 //! lookups.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use compute::{ComputeController, ComputeError, PeekFilter};
-use datafusion::arrow::array::{ArrayRef, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{filter_record_batch, take_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
@@ -24,6 +24,7 @@ use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
 use sql::SqlError;
+use system_catalog::{LATE_EVENTS, SOURCE_ERRORS};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
@@ -45,6 +46,8 @@ pub(crate) struct ArrangementReader {
     pub overlay: HashMap<GlobalId, Vec<(Row, Diff)>>,
     /// Where to record what is read, for a write that checks its reads when it commits.
     pub reads: Option<Arc<ReadSet>>,
+    /// The sources whose bad and late records the reader may see (`None`: all).
+    pub visible_sources: Option<Arc<HashSet<String>>>,
 }
 
 #[async_trait]
@@ -99,7 +102,13 @@ impl SnapshotReader for ArrangementReader {
             rows.extend(overlay);
             rows = repr::consolidate(rows);
         }
-        rows_to_batches(&codec, &rows)
+        let batches = rows_to_batches(&codec, &rows)?;
+        match &self.visible_sources {
+            Some(visible) if [SOURCE_ERRORS, LATE_EVENTS].contains(&relation.id) => {
+                batches.iter().map(|b| of_sources(b, visible)).collect()
+            }
+            _ => Ok(batches),
+        }
     }
 
     /// Streams are scanned from their logs while the query runs.
@@ -114,6 +123,17 @@ impl SnapshotReader for ArrangementReader {
             schema: datafusion::catalog::TableProvider::schema(relation),
         }))
     }
+}
+
+/// The rows of `batch` (of `source_errors` or `late_events`, whose first column names the
+/// source) from the `visible` sources.
+fn of_sources(batch: &RecordBatch, visible: &HashSet<String>) -> DfResult<RecordBatch> {
+    let sources = batch.column(0).as_string::<i32>();
+    let keep: BooleanArray = sources
+        .iter()
+        .map(|source| Some(source.is_some_and(|name| visible.contains(name))))
+        .collect();
+    Ok(filter_record_batch(batch, &keep)?)
 }
 
 fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {

@@ -45,7 +45,7 @@ impl Coordinator {
             as_of: None,
         };
         let columns = self
-            .plan_subscription(&mut Session::new("fluxion", 0, &[]), &watched)
+            .plan_subscription(session, &watched)
             .await?
             .schema()
             .clone();

@@ -96,6 +96,8 @@ impl Coordinator {
         };
         let search_path = session.search_path();
         let logical = query.plan(&self.plan_context(&search_path)).await?;
-        Ok(sql::lower(&self.base_state, &logical)?)
+        let plan = sql::lower(&self.base_state, &logical)?;
+        self.check_maintained_reads(session, &plan)?;
+        Ok(plan)
     }
 }
