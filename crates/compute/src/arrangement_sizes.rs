@@ -25,8 +25,8 @@ use repr::GlobalId;
 
 use crate::memory_meters::Meter;
 
-/// How often a worker reads its dataflows' meters, events or not (an operator's state changes
-/// without an event).
+/// How often a worker reads its dataflows' meters: at most this often, and this often even
+/// without events (an operator's state changes without one).
 const METER_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The updates and batches held by some arrangements, and the bytes their dataflow's state
@@ -185,6 +185,8 @@ pub(crate) struct SizeLog {
     owners: BTreeMap<usize, (Range<usize>, GlobalId)>,
     /// The meters of each collection's dataflow.
     meters: BTreeMap<GlobalId, Vec<Meter>>,
+    /// What each collection's meters read when they were last read.
+    metered: BTreeMap<GlobalId, i64>,
     /// When the meters were last read.
     metered_at: Instant,
     /// What this worker last reported, by collection.
@@ -215,6 +217,7 @@ impl SizeLog {
             operators,
             owners: BTreeMap::new(),
             meters: BTreeMap::new(),
+            metered: BTreeMap::new(),
             metered_at: Instant::now(),
             reported: BTreeMap::new(),
         }
@@ -227,25 +230,12 @@ impl SizeLog {
         self.meters.insert(id, meters);
     }
 
-    /// Stops counting for `id`: it is dropped.
-    pub(crate) fn forget(&mut self, id: GlobalId) {
-        self.owners.retain(|_, (_, owner)| *owner != id);
-        self.meters.remove(&id);
-        self.reported.remove(&id);
-        self.operators.borrow_mut().changed = true;
-    }
-
-    /// Reports to `sizes` the collections whose size changed since the last report. Spines
-    /// no collection owns any more (dropped ones, which log their last batches after the
-    /// drop) are forgotten.
-    pub(crate) fn report(&mut self, worker: usize, sizes: &ArrangementSizes) {
-        let mut operators = self.operators.borrow_mut();
-        let changed = std::mem::take(&mut operators.changed);
-        if !changed && self.metered_at.elapsed() < METER_INTERVAL {
-            return;
-        }
+    /// Reads every collection's meters (dropping those whose holders are gone) into
+    /// `metered`. Meters are read at most every [`METER_INTERVAL`], not at every step: a
+    /// busy worker logs events at every step, and reading a spine's meter walks its batches.
+    fn read_meters(&mut self) {
         self.metered_at = Instant::now();
-        let mut totals: BTreeMap<GlobalId, ArrangementSize> = BTreeMap::new();
+        self.metered.clear();
         for (id, meters) in &mut self.meters {
             let mut bytes = 0;
             meters.retain_mut(|meter| match meter.read() {
@@ -255,8 +245,43 @@ impl SizeLog {
                 }
                 None => false,
             });
-            totals.entry(*id).or_default().bytes += count(bytes);
+            self.metered.insert(*id, count(bytes));
         }
+    }
+
+    /// Stops counting for `id`: it is dropped.
+    pub(crate) fn forget(&mut self, id: GlobalId) {
+        self.owners.retain(|_, (_, owner)| *owner != id);
+        self.meters.remove(&id);
+        self.metered.remove(&id);
+        self.reported.remove(&id);
+        self.operators.borrow_mut().changed = true;
+    }
+
+    /// Reports to `sizes` the collections whose size changed since the last report. Spines
+    /// no collection owns any more (dropped ones, which log their last batches after the
+    /// drop) are forgotten.
+    pub(crate) fn report(&mut self, worker: usize, sizes: &ArrangementSizes) {
+        let changed = std::mem::take(&mut self.operators.borrow_mut().changed);
+        let meter = self.metered_at.elapsed() >= METER_INTERVAL;
+        if !changed && !meter {
+            return;
+        }
+        if meter {
+            self.read_meters();
+        }
+        let mut operators = self.operators.borrow_mut();
+        let mut totals: BTreeMap<GlobalId, ArrangementSize> = self
+            .metered
+            .iter()
+            .map(|(id, bytes)| {
+                let size = ArrangementSize {
+                    bytes: *bytes,
+                    ..ArrangementSize::default()
+                };
+                (*id, size)
+            })
+            .collect();
         operators.sizes.retain(|operator, size| {
             let owner = self
                 .owners

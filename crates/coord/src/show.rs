@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use repr::ItemKind;
@@ -122,6 +123,14 @@ impl Coordinator {
                         })?;
                         session.set_variable(timeout, timeouts::display(limit))
                     }
+                    "timezone" => {
+                        let zone =
+                            time_zone(&value).ok_or_else(|| CoordError::InvalidParameterValue {
+                                name: "TimeZone".into(),
+                                value: value.clone(),
+                            })?;
+                        session.set_variable("timezone", zone)
+                    }
                     _ => session.set_variable(&name, value),
                 }
             }
@@ -236,4 +245,27 @@ fn isolation_level(name: &str, value: &str) -> Result<String, CoordError> {
             value: value.to_string(),
         }),
     }
+}
+
+/// The time zone `value` names, as `TimeZone` keeps it: an IANA name (`Europe/Berlin`), `UTC`
+/// in any case (and `LOCAL`, the server's, which is UTC), or a number of hours east of UTC
+/// (`SET TIME ZONE -7`) as an offset; `None` for anything else.
+fn time_zone(value: &str) -> Option<String> {
+    let value = value.trim();
+    if ["utc", "gmt", "local"]
+        .iter()
+        .any(|u| value.eq_ignore_ascii_case(u))
+    {
+        return Some("UTC".into());
+    }
+    if let Ok(hours) = value.parse::<i8>() {
+        return (-15..=15).contains(&hours).then(|| {
+            format!(
+                "{}{:02}:00",
+                if hours < 0 { '-' } else { '+' },
+                hours.unsigned_abs()
+            )
+        });
+    }
+    value.parse::<Tz>().is_ok().then(|| value.to_string())
 }

@@ -146,15 +146,17 @@ where
     Ok(())
 }
 
-/// The pgwire response for an executed statement; rows use `format` (text when `None`).
+/// The pgwire response for an executed statement; rows use `format` (text when `None`) and
+/// show `timestamptz` values in time zone `zone`.
 fn to_response(
     response: ExecuteResponse,
     effect: TransactionEffect,
     format: Option<&Format>,
+    zone: &str,
 ) -> PgWireResult<Response> {
     Ok(match response {
         ExecuteResponse::Rows { schema, batches } => {
-            Response::Query(query_response(&schema, &batches, format)?)
+            Response::Query(query_response(&schema, &batches, format, zone)?)
         }
         ExecuteResponse::CopyOut {
             schema,
@@ -162,7 +164,7 @@ fn to_response(
             options,
         } => {
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-            let data = crate::copy_out::copy_data(&names, &batches, &options)?;
+            let data = crate::copy_out::copy_data(&names, &batches, &options, zone)?;
             Response::CopyOut(CopyResponse::new(
                 0,
                 names.len(),
@@ -170,7 +172,7 @@ fn to_response(
             ))
         }
         ExecuteResponse::Fetched { schema, batches } => {
-            let mut response = query_response(&schema, &batches, format)?;
+            let mut response = query_response(&schema, &batches, format, zone)?;
             response.set_command_tag("FETCH");
             Response::Query(response)
         }
@@ -210,21 +212,29 @@ fn subscription_of(
     response: ExecuteResponse,
     send_description: bool,
     format: Option<&Format>,
+    zone: &str,
 ) -> Result<(Subscription, Delivery), ExecuteResponse> {
+    let zone = zone.to_string();
     match response {
         ExecuteResponse::Subscribe(subscription) => Ok((
             subscription,
             Delivery::Rows {
                 send_description,
                 format: format.cloned(),
+                zone,
             },
         )),
         ExecuteResponse::CopySubscribe {
             subscription,
             options,
-        } => Ok((subscription, Delivery::Copy(options))),
+        } => Ok((subscription, Delivery::Copy { options, zone })),
         other => Err(other),
     }
+}
+
+/// The session's `TimeZone`, in which results show `timestamptz` values.
+fn display_zone(session: &Session) -> String {
+    session.variable("timezone").unwrap_or("UTC").to_string()
 }
 
 /// The rows of a result as a pgwire response.
@@ -232,8 +242,9 @@ fn query_response(
     schema: &arrow::datatypes::SchemaRef,
     batches: &[arrow::array::RecordBatch],
     format: Option<&Format>,
+    zone: &str,
 ) -> PgWireResult<QueryResponse> {
-    let fields = Arc::new(field_infos(schema, format));
+    let fields = Arc::new(field_infos(schema, format, Some(zone)));
     let rows = data_rows(fields.clone(), batches)?;
     Ok(QueryResponse::new(
         fields,
@@ -371,14 +382,17 @@ impl Connection {
             match result {
                 Ok(response) => {
                     deallocate(client, &response);
-                    match subscription_of(response, true, None) {
+                    match subscription_of(response, true, None, &display_zone(&session)) {
                         Ok(subscription) => {
                             outcomes.subscription = Some(subscription);
                             break;
                         }
-                        Err(response) => outcomes
-                            .responses
-                            .push(to_response(response, effect, None)?),
+                        Err(response) => outcomes.responses.push(to_response(
+                            response,
+                            effect,
+                            None,
+                            &display_zone(&session),
+                        )?),
                     }
                 }
                 Err(error) => {
@@ -406,15 +420,15 @@ impl Connection {
     {
         let cancel = simple_query::cancel_receiver(client).await;
         let statement = portal.statement.statement.statement.clone();
-        let result = {
+        let (result, zone) = {
             let mut session =
                 lock_session(&self.coord, &self.backends, &self.session, client).await;
             let result = self.coord.execute(&mut session, statement).await;
             send_session_messages(client, &mut session).await?;
-            result
+            (result, display_zone(&session))
         };
         let response = result.map_err(|e| to_pgwire(&e))?;
-        match subscription_of(response, false, Some(&portal.result_column_format)) {
+        match subscription_of(response, false, Some(&portal.result_column_format), &zone) {
             Ok((subscription, delivery)) => {
                 stream_subscription(client, subscription, delivery, cancel).await
             }
@@ -505,7 +519,7 @@ impl QueryParser for StatementParser {
             .desc
             .columns
             .as_ref()
-            .map(|schema| field_infos(schema, format))
+            .map(|schema| field_infos(schema, format, None))
             .unwrap_or_default())
     }
 }
@@ -622,7 +636,7 @@ impl ExtendedQueryHandler for Connection {
                     .await
                     .cursor_schema(name);
                 if let Some(schema) = cursor {
-                    let fields = field_infos(&schema, None);
+                    let fields = field_infos(&schema, None, None);
                     return send_describe_response(client, &DescribePortalResponse::new(fields))
                         .await;
                 }
@@ -736,9 +750,10 @@ impl ExtendedQueryHandler for Connection {
             .execute_prepared(&mut session, &prepared.statement, &prepared.plan, &values)
             .await;
         send_session_messages(client, &mut session).await?;
+        let zone = display_zone(&session);
         let response = result.map_err(|e| to_pgwire(&e))?;
         deallocate(client, &response);
-        to_response(response, effect, Some(&portal.result_column_format))
+        to_response(response, effect, Some(&portal.result_column_format), &zone)
     }
 }
 

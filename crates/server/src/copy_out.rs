@@ -9,11 +9,13 @@ use pgwire::messages::copy::CopyData;
 
 use crate::values::{text_value, Cell};
 
-/// The COPY data messages of `batches`, after a header line when the options ask for one.
+/// The COPY data messages of `batches`, after a header line when the options ask for one;
+/// `timestamptz` values are written in time zone `zone`.
 pub(crate) fn copy_data(
     column_names: &[String],
     batches: &[RecordBatch],
     options: &CopyOptions,
+    zone: &str,
 ) -> PgWireResult<Vec<CopyData>> {
     let mut messages = Vec::new();
     let mut pending_header = options.header.then(|| {
@@ -34,7 +36,7 @@ pub(crate) fn copy_data(
                     line.push_str(&options.null);
                     continue;
                 }
-                let text = text_value(column, row).map_err(|e| {
+                let text = text_value(column, row, zone).map_err(|e| {
                     PgWireError::UserError(Box::new(ErrorInfo::new(
                         "ERROR".into(),
                         "XX000".into(),

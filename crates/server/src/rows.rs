@@ -9,6 +9,7 @@ use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo};
 use pgwire::api::Type;
 use pgwire::error::PgWireResult;
 use pgwire::messages::data::DataRow;
+use pgwire::types::format::FormatOptions;
 use repr::pg_type::{pg_type_of_field, PgType};
 
 use crate::values::Cell;
@@ -88,8 +89,18 @@ fn field_info(field: &Field, format: FieldFormat) -> FieldInfo {
     .with_type_modifier(repr::pg_type::type_modifier(field))
 }
 
-/// The row description of `schema`, with per-column formats from `format` (text if `None`).
-pub(crate) fn field_infos(schema: &SchemaRef, format: Option<&Format>) -> Vec<FieldInfo> {
+/// The row description of `schema`, with per-column formats from `format` (text if `None`),
+/// its `timestamptz` values shown in time zone `zone` (UTC if `None`).
+pub(crate) fn field_infos(
+    schema: &SchemaRef,
+    format: Option<&Format>,
+    zone: Option<&str>,
+) -> Vec<FieldInfo> {
+    let options = zone.map(|zone| {
+        let mut options = FormatOptions::default();
+        options.time_zone = zone.to_string();
+        Arc::new(options)
+    });
     schema
         .fields()
         .iter()
@@ -100,7 +111,11 @@ pub(crate) fn field_infos(schema: &SchemaRef, format: Option<&Format>) -> Vec<Fi
                 Some(format) => format.format_for(i),
                 None => FieldFormat::Text,
             };
-            field_info(f, column_format)
+            let info = field_info(f, column_format);
+            match &options {
+                Some(options) => info.with_format_options(options.clone()),
+                None => info,
+            }
         })
         .collect()
 }

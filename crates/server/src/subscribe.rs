@@ -27,13 +27,16 @@ use crate::sqlstate::to_pgwire;
 /// How a subscription's rows reach the client.
 #[derive(Debug, Clone)]
 pub(crate) enum Delivery {
-    /// As the statement's result rows (DataRow), described first with the simple protocol.
+    /// As the statement's result rows (DataRow), described first with the simple protocol,
+    /// `timestamptz` values in time zone `zone`.
     Rows {
         send_description: bool,
         format: Option<Format>,
+        zone: String,
     },
-    /// As COPY data (`COPY (SUBSCRIBE …) TO STDOUT`).
-    Copy(CopyOptions),
+    /// As COPY data (`COPY (SUBSCRIBE …) TO STDOUT`), `timestamptz` values in time zone
+    /// `zone`.
+    Copy { options: CopyOptions, zone: String },
 }
 
 /// A future that resolves when the client cancels the running statement.
@@ -62,8 +65,13 @@ where
         Delivery::Rows {
             send_description,
             format,
+            zone,
         } => {
-            let fields = Arc::new(field_infos(&subscription.schema, format.as_ref()));
+            let fields = Arc::new(field_infos(
+                &subscription.schema,
+                format.as_ref(),
+                Some(zone),
+            ));
             if *send_description {
                 let description = RowDescription::new(fields.iter().map(Into::into).collect());
                 client
@@ -72,7 +80,7 @@ where
             }
             Writer::Rows { fields, sent: 0 }
         }
-        Delivery::Copy(options) => {
+        Delivery::Copy { options, zone } => {
             client
                 .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
                     0,
@@ -82,6 +90,7 @@ where
                 .await?;
             Writer::Copy {
                 options: options.clone(),
+                zone: zone.clone(),
                 names,
                 sent: 0,
             }
@@ -120,6 +129,7 @@ enum Writer {
     },
     Copy {
         options: CopyOptions,
+        zone: String,
         names: Vec<String>,
         sent: usize,
     },
@@ -144,10 +154,11 @@ impl Writer {
             }
             Writer::Copy {
                 options,
+                zone,
                 names,
                 sent,
             } => {
-                for data in copy_data(names, std::slice::from_ref(batch), options)? {
+                for data in copy_data(names, std::slice::from_ref(batch), options, zone)? {
                     *sent += 1;
                     client.feed(PgWireBackendMessage::CopyData(data)).await?;
                 }

@@ -7,6 +7,7 @@
 use std::error::Error;
 use std::fmt::Write as _;
 
+use arrow::array::timezone::Tz;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, DurationMicrosecondType, DurationMillisecondType,
@@ -16,6 +17,7 @@ use arrow::datatypes::{
     TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use bytes::{BufMut, BytesMut};
+use chrono::{Offset, TimeZone};
 use pgwire::api::Type;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
@@ -65,7 +67,7 @@ impl ToSqlText for Cell<'_> {
         &self,
         ty: &Type,
         out: &mut BytesMut,
-        _options: &FormatOptions,
+        options: &FormatOptions,
     ) -> Result<IsNull, BoxError> {
         if self.is_null() {
             return Ok(IsNull::Yes);
@@ -73,15 +75,16 @@ impl ToSqlText for Cell<'_> {
         let text = if is_vector(ty) {
             vector_text(self.array, self.row)?
         } else {
-            text_value(self.array, self.row)?
+            text_value(self.array, self.row, &options.time_zone)?
         };
         out.put_slice(text.as_bytes());
         Ok(IsNull::No)
     }
 }
 
-/// The Postgres text form of a non-NULL value.
-pub(crate) fn text_value(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
+/// The Postgres text form of a non-NULL value; a `timestamptz` is shown in time zone `zone`
+/// (the session's `TimeZone`).
+pub(crate) fn text_value(array: &ArrayRef, row: usize, zone: &str) -> Result<String, BoxError> {
     Ok(match array.data_type() {
         DataType::Boolean => if array.as_boolean().value(row) {
             "t"
@@ -113,11 +116,9 @@ pub(crate) fn text_value(array: &ArrayRef, row: usize) -> Result<String, BoxErro
         DataType::Date32 => date_text(array.as_primitive::<Date32Type>().value(row)),
         DataType::Timestamp(unit, tz) => {
             let micros = timestamp_micros(array, row, unit);
-            let text = timestamp_text(micros);
-            if tz.is_some() {
-                format!("{text}+00")
-            } else {
-                text
+            match tz {
+                Some(_) => zoned_timestamp_text(micros, zone),
+                None => timestamp_text(micros),
             }
         }
         DataType::Time64(TimeUnit::Microsecond) => {
@@ -134,7 +135,7 @@ pub(crate) fn text_value(array: &ArrayRef, row: usize) -> Result<String, BoxErro
             let (days, micros) = duration_interval(duration_micros(array, row, unit));
             interval_text(0, days, micros)
         }
-        DataType::List(_) | DataType::LargeList(_) => array_text(array, row)?,
+        DataType::List(_) | DataType::LargeList(_) => array_text(array, row, zone)?,
         _ => arrow::util::display::array_value_to_string(array, row)?,
     })
 }
@@ -203,7 +204,42 @@ fn timestamp_micros(array: &ArrayRef, row: usize, unit: &TimeUnit) -> i64 {
     }
 }
 
-fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
+/// The text of an instant `micros` after the epoch in time zone `zone` (an IANA name or an
+/// offset; UTC where `zone` names none): its local time there, then the offset from UTC as
+/// PostgreSQL writes it (`+01`, `-03:30`).
+fn zoned_timestamp_text(micros: i64, zone: &str) -> String {
+    let offset = zone_offset(micros, zone);
+    let mut text = timestamp_text(micros.saturating_add(i64::from(offset) * 1_000_000));
+    let sign = if offset < 0 { '-' } else { '+' };
+    let seconds = offset.unsigned_abs();
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let _ = write!(text, "{sign}{hours:02}");
+    if minutes != 0 || seconds != 0 {
+        let _ = write!(text, ":{minutes:02}");
+    }
+    if seconds != 0 {
+        let _ = write!(text, ":{seconds:02}");
+    }
+    text
+}
+
+/// The offset from UTC, in seconds, of time zone `zone` at instant `micros`.
+fn zone_offset(micros: i64, zone: &str) -> i32 {
+    if zone.eq_ignore_ascii_case("UTC") || zone == "Etc/UTC" {
+        return 0;
+    }
+    let (Ok(zone), Some(instant)) = (
+        zone.parse::<Tz>(),
+        chrono::DateTime::from_timestamp_micros(micros),
+    ) else {
+        return 0;
+    };
+    zone.offset_from_utc_datetime(&instant.naive_utc())
+        .fix()
+        .local_minus_utc()
+}
+
+fn array_text(array: &ArrayRef, row: usize, zone: &str) -> Result<String, BoxError> {
     let values = repr::pg_array::list_values(array, row).ok_or("not an array")?;
     let mut text = String::from("{");
     for i in 0..values.len() {
@@ -213,7 +249,9 @@ fn array_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
         if values.is_null(i) {
             text.push_str("NULL");
         } else {
-            text.push_str(&repr::pg_array::quote_element(&text_value(&values, i)?));
+            text.push_str(&repr::pg_array::quote_element(&text_value(
+                &values, i, zone,
+            )?));
         }
     }
     text.push('}');
@@ -231,7 +269,7 @@ fn vector_text(array: &ArrayRef, row: usize) -> Result<String, BoxError> {
     let values = repr::pg_array::list_values(array, row).ok_or("not a vector")?;
     let elements = (0..values.len())
         .filter(|i| values.is_valid(*i))
-        .map(|i| text_value(&values, i))
+        .map(|i| text_value(&values, i, "UTC"))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(elements.join(" "))
 }
@@ -309,7 +347,7 @@ fn write_binary(
         DataType::LargeBinary => out.put_slice(array.as_binary::<i64>().value(row)),
         DataType::List(_) | DataType::LargeList(_) => write_array(array, row, ty, out)?,
         _ => {
-            let text = text_value(array, row)?;
+            let text = text_value(array, row, "UTC")?;
             if *ty == Type::UUID {
                 out.put_slice(&parse_uuid(&text)?);
             } else {
