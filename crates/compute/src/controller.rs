@@ -310,10 +310,16 @@ impl ComputeController {
     /// Drops an arrangement, its dataflow and input, a stream, or a subscription.
     pub fn drop_collection(&self, id: GlobalId) {
         self.lock_stopped().remove(&id);
+        self.forget(id);
+        self.broadcast(|| Command::Drop { id });
+    }
+
+    /// Forgets what the workers reported of `id`, which they are about to drop: its
+    /// errors, frontier (its waiters fail) and sizes.
+    fn forget(&self, id: GlobalId) {
         self.errors.forget(id);
         self.frontiers.forget(id);
         self.sizes.forget(id);
-        self.broadcast(|| Command::Drop { id });
     }
 
     /// Stops dataflow `id`, for the reason `message` gives: its dataflow is dropped, the
@@ -321,9 +327,7 @@ impl ComputeController {
     /// until it is dropped.
     pub fn stop(&self, id: GlobalId, message: String) {
         self.lock_stopped().insert(id, message.clone());
-        self.errors.forget(id);
-        self.frontiers.forget(id);
-        self.sizes.forget(id);
+        self.forget(id);
         let message = Arc::new(message);
         self.broadcast(|| Command::Stop {
             id,

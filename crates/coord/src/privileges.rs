@@ -7,7 +7,7 @@
 //! sources and tables it may read, and only superusers maintain dataflows over them.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use repr::{GlobalId, ItemKind, Ownership, Privileges};
 use sql::{Access, ObjectKind, ObjectRef, Statement};
@@ -96,42 +96,27 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The relations whose rows of `fluxion_catalog.source_errors` and `late_events` the
-    /// session's role may see, by name: the sources and tables it may read (`None`: every
-    /// one, for a superuser). Bad and late records hold upstream data, which the role may
-    /// only see where it may see the relation they were meant for.
-    pub(crate) fn visible_sources(&self, session: &Session) -> Option<Arc<HashSet<String>>> {
+    /// Which sources' rows of `fluxion_catalog.source_errors` and `late_events` the session's
+    /// role may see (`None`: every one, for a superuser). Bad and late records hold upstream
+    /// data, which the role may only see where it may see the relation they were meant for.
+    pub(crate) fn source_visibility(&self, session: &Session) -> Option<Arc<SourceVisibility>> {
         let role = match self.roles.oid_and_superuser(session.user()) {
             Some((_, true)) => return None,
             Some((oid, false)) => Some(oid),
             None => None,
         };
-        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
-        let search_path = session.search_path();
-        let visible = role.map(|role| {
-            let check = Checker {
-                catalog: &catalog,
-                role,
-                roles: &self.roles,
-                search_path: &search_path,
-            };
-            catalog
-                .items()
-                .filter(|item| matches!(item.kind, ItemKind::Source | ItemKind::Table))
-                .filter(|item| {
-                    check.on_schema(&item.schema, Privileges::USAGE).is_ok()
-                        && check.holds(item, role, Privileges::SELECT).is_ok()
-                })
-                .map(|item| item.name.clone())
-                .collect()
-        });
-        Some(Arc::new(visible.unwrap_or_default()))
+        Some(Arc::new(SourceVisibility {
+            catalog: self.catalog.clone(),
+            roles: self.roles.clone(),
+            role,
+            visible: OnceLock::new(),
+        }))
     }
 
     /// Refuses a role that is not a superuser a dataflow (a materialized view, a subscription,
     /// a sink) that reads `fluxion_catalog.source_errors` or `late_events`: it would hold
     /// every source's bad and late records, where a query shows the role only those of the
-    /// sources it may read (see [`Self::visible_sources`]).
+    /// sources it may read (see [`Self::source_visibility`]).
     pub(crate) fn check_maintained_reads(
         &self,
         session: &Session,
@@ -170,6 +155,47 @@ impl Coordinator {
             Some(id) => catalog.ownership(id).clone(),
             None => catalog.public_schema.clone(),
         }
+    }
+}
+
+/// The sources and tables whose bad and late records one role may see, by name: those it may
+/// read. Worked out the first time a query reads such a record, as most queries never do.
+#[derive(Debug)]
+pub(crate) struct SourceVisibility {
+    catalog: Arc<RwLock<Catalog>>,
+    roles: Roles,
+    /// The role (`None`: it was dropped, and sees none).
+    role: Option<u32>,
+    visible: OnceLock<HashSet<String>>,
+}
+
+impl SourceVisibility {
+    /// Whether the role may see the records of source (or table) `name`.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.visible.get_or_init(|| self.readable()).contains(name)
+    }
+
+    /// The names of the sources and tables the role may read.
+    fn readable(&self) -> HashSet<String> {
+        let Some(role) = self.role else {
+            return HashSet::new();
+        };
+        let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let check = Checker {
+            catalog: &catalog,
+            role,
+            roles: &self.roles,
+            search_path: &[],
+        };
+        catalog
+            .items()
+            .filter(|item| matches!(item.kind, ItemKind::Source | ItemKind::Table))
+            .filter(|item| {
+                check.on_schema(&item.schema, Privileges::USAGE).is_ok()
+                    && check.holds(item, role, Privileges::SELECT).is_ok()
+            })
+            .map(|item| item.name.clone())
+            .collect()
     }
 }
 

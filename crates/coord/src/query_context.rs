@@ -69,7 +69,7 @@ impl Coordinator {
         reads: Option<Arc<ReadSet>>,
     ) -> QueryContext {
         let mut reader = self.snapshot_reader(hold.time(), overlay, reads);
-        reader.visible_sources = self.visible_sources(session);
+        reader.visible_sources = self.source_visibility(session);
         let (mut state, info) = self.session_state(session);
         let default_schema = {
             let catalog = read(&self.catalog);

@@ -6,7 +6,7 @@
 //! up to it while the query runs). Equality filters on an arrangement's key become point
 //! lookups.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -28,6 +28,7 @@ use system_catalog::{LATE_EVENTS, SOURCE_ERRORS};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::privileges::SourceVisibility;
 use crate::query_memory;
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
@@ -47,7 +48,7 @@ pub(crate) struct ArrangementReader {
     /// Where to record what is read, for a write that checks its reads when it commits.
     pub reads: Option<Arc<ReadSet>>,
     /// The sources whose bad and late records the reader may see (`None`: all).
-    pub visible_sources: Option<Arc<HashSet<String>>>,
+    pub visible_sources: Option<Arc<SourceVisibility>>,
 }
 
 #[async_trait]
@@ -127,7 +128,7 @@ impl SnapshotReader for ArrangementReader {
 
 /// The rows of `batch` (of `source_errors` or `late_events`, whose first column names the
 /// source) from the `visible` sources.
-fn of_sources(batch: &RecordBatch, visible: &HashSet<String>) -> DfResult<RecordBatch> {
+fn of_sources(batch: &RecordBatch, visible: &SourceVisibility) -> DfResult<RecordBatch> {
     let sources = batch.column(0).as_string::<i32>();
     let keep: BooleanArray = sources
         .iter()
