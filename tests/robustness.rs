@@ -463,15 +463,22 @@ async fn wide_select_lists_are_54011_at_once() {
     assert_eq!(columns, Some(1664));
 }
 
-/// A query that needs more memory than `--max-query-memory` fails with 53200 instead of
-/// taking the server down: the rows of a large cross join or of a join that multiplies rows
-/// (built whole before they are sent) are counted; a query that streams through as many rows
-/// to a small result runs; the server and another session go on.
+/// A query's rows stream to the client as they are computed, instead of being built whole:
+/// a 9-million-row cross join, far more than a query may hold (`--max-query-memory 32`),
+/// sends its first rows at once over both protocols, and a portal read a part at a time goes
+/// on where it stopped; a client that goes away stops its query. A cancel or the statement's
+/// timeout ends the rows with 57014 (a cancel fails the block they are in). What a query
+/// must hold past the limit (an aggregate's state, the rows a cursor or `COPY` keeps) is
+/// still 53200, and the server and another session go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queries_past_their_memory_limit_are_53200() {
+async fn large_results_stream_and_what_a_query_holds_is_bounded() {
+    use futures::{pin_mut, StreamExt};
+    use tokio_postgres::SimpleQueryMessage;
+
+    const CROSS_JOIN: &str = "SELECT x.k, y.k, x.s FROM a AS x, a AS y";
     let temp = tempfile::tempdir().expect("temp dir");
     let server = TestServer::start_with_args(temp.path(), &["--max-query-memory", "32"]);
-    let client = server.connect().await;
+    let mut client = server.connect().await;
     let other = server.connect().await;
     client
         .batch_execute(
@@ -480,11 +487,105 @@ async fn queries_past_their_memory_limit_are_53200() {
         )
         .await
         .expect("setup");
+
+    // The extended protocol: a portal read 20,000 rows at a time.
+    let block = client.transaction().await.expect("begin");
+    let portal = block.bind(CROSS_JOIN, &[]).await.expect("bind");
+    let mut pairs = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let rows = block.query_portal(&portal, 20_000).await.expect("rows");
+        assert_eq!(rows.len(), 20_000);
+        pairs.extend(
+            rows.iter()
+                .map(|row| (row.get::<_, i64>(0), row.get::<_, i64>(1))),
+        );
+    }
+    assert_eq!(
+        pairs.len(),
+        60_000,
+        "each part goes on where the last stopped"
+    );
+    block.commit().await.expect("commit");
+
+    // The simple protocol, by a client that leaves after its first rows.
+    let mut leaving = support::wire::RawConnection::connect(server.port());
+    leaving.send(b'Q', format!("{CROSS_JOIN}\0").as_bytes());
+    let mut rows = 0;
+    while rows < 1000 {
+        let message = leaving.read_message();
+        assert_ne!(message.kind, b'E', "{:?}", message.error_code());
+        rows += usize::from(message.kind == b'D');
+    }
+    drop(leaving);
+    let active = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active'";
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let running: i64 = other.query_one(active, &[]).await.expect("activity").get(0);
+        if running == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{running} queries still run"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A cancel in a transaction block, after the first rows.
+    client.batch_execute("BEGIN").await.expect("begin");
+    let rows = client
+        .query_raw(CROSS_JOIN, std::iter::empty::<i64>())
+        .await
+        .expect("query");
+    pin_mut!(rows);
+    for _ in 0..1000 {
+        rows.next().await.expect("a row").expect("no error");
+    }
+    client
+        .cancel_token()
+        .cancel_query(tokio_postgres::NoTls)
+        .await
+        .expect("cancel");
+    let error = loop {
+        match rows.next().await.expect("the rows end with an error") {
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED), "{error}");
+    assert_eq!(
+        code_of(&client, "SELECT 1").await,
+        SqlState::IN_FAILED_SQL_TRANSACTION
+    );
+    client.batch_execute("ROLLBACK").await.expect("rollback");
+
+    // The statement's timeout, after the first rows.
+    client
+        .batch_execute("SET statement_timeout = '1s'")
+        .await
+        .expect("set");
+    let messages = client.simple_query_raw(CROSS_JOIN).await.expect("query");
+    pin_mut!(messages);
+    let mut rows = 0;
+    let error = loop {
+        match messages.next().await.expect("the rows end with an error") {
+            Ok(SimpleQueryMessage::Row(_)) => rows += 1,
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED), "{error}");
+    assert!(rows > 0, "no rows came before the timeout");
+    client
+        .batch_execute("SET statement_timeout = 0")
+        .await
+        .expect("set");
+
     for sql in [
-        "SELECT * FROM a AS x, a AS y",
-        "SELECT x.k, y.s FROM a AS x JOIN a AS y ON x.k % 3 = y.k % 3",
+        "SELECT length(string_agg(repeat('x', 1000), ',')) FROM generate_series(1, 100000)",
+        "BEGIN; DECLARE c CURSOR FOR SELECT * FROM a AS x, a AS y",
     ] {
-        let error = client.simple_query(sql).await.expect_err(sql);
+        let error = client.batch_execute(sql).await.expect_err(sql);
         assert_eq!(
             error.code(),
             Some(&SqlState::OUT_OF_MEMORY),
@@ -497,6 +598,7 @@ async fn queries_past_their_memory_limit_are_53200() {
                 .is_some_and(|m| m.starts_with("out of memory")),
             "{message:?}"
         );
+        client.batch_execute("ROLLBACK").await.expect("rollback");
     }
     let pairs: i64 = client
         .query_one("SELECT count(*) FROM a AS x, a AS y", &[])

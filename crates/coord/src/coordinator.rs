@@ -271,9 +271,14 @@ impl Coordinator {
         let lock_limit = session.lock_timeout();
         let running = timeouts::with_lock_timeout(lock_limit, self.run(session, execution));
         let result = match limit {
-            Some(limit) => tokio::time::timeout(limit, running)
-                .await
-                .unwrap_or(Err(CoordError::StatementTimeout)),
+            Some(limit) => {
+                // Rows still to be computed must be read by the statement's deadline too.
+                let deadline = tokio::time::Instant::now() + limit;
+                tokio::time::timeout_at(deadline, running)
+                    .await
+                    .unwrap_or(Err(CoordError::StatementTimeout))
+                    .map(|response| response.with_deadline(deadline))
+            }
             None => running.await,
         };
         if result.is_err() {

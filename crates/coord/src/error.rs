@@ -131,6 +131,9 @@ pub enum CoordError {
     /// A statement waited for a lock longer than the session's `lock_timeout`.
     #[error("canceling statement due to lock timeout")]
     LockTimeout,
+    /// The client cancelled the statement (CancelRequest, `pg_cancel_backend`).
+    #[error("canceling statement due to user request")]
+    Canceled,
     /// A statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,

@@ -208,14 +208,19 @@ impl QueryContext {
         }
     }
 
-    /// `batches` with every column of a reg type (`regclass`, `regtype`, …) as the names of
-    /// its objects, as Postgres prints such values.
-    pub fn display_reg_types(
+    /// What shows every column of a reg type (`regclass`, `regtype`, …) of a batch of
+    /// `schema` as the names of its objects, as Postgres prints such values.
+    pub fn reg_type_display(
         &self,
-        schema: &SchemaRef,
-        batches: Vec<RecordBatch>,
-    ) -> Result<Vec<RecordBatch>, CoordError> {
-        system_catalog::display_reg_types(self.catalog.as_ref(), &self.session, schema, batches)
-            .map_err(|e| CoordError::Internal(e.to_string()))
+        schema: SchemaRef,
+    ) -> impl FnMut(RecordBatch) -> Result<RecordBatch, CoordError> + Send + 'static {
+        let catalog = self.catalog.clone();
+        let session = self.session.clone();
+        move |batch| {
+            system_catalog::display_reg_types(catalog.as_ref(), &session, &schema, vec![batch])
+                .map_err(|e| CoordError::Internal(e.to_string()))?
+                .pop()
+                .ok_or_else(|| CoordError::Internal("a batch shown lost its rows".into()))
+        }
     }
 }

@@ -1,20 +1,18 @@
 //! The memory one query may use (`--max-query-memory`): its operators' state (hash tables,
-//! sort buffers, join buffers) and the rows it returns, counted together in a pool of its
-//! own. DataFusion's sorts and grouped aggregations spill to disk when they reach the bound;
+//! sort buffers, join buffers), and the rows it returns if the statement keeps them all (a
+//! cursor, `COPY (…) TO`, a write's query; a SELECT's rows stream to the client and are not
+//! held: see [`crate::query_rows`]), counted together in a pool of its own. DataFusion's sorts and grouped aggregations spill to disk when they reach the bound;
 //! anything else that would pass it fails the query with 53200 (`out of memory`), and the
 //! server and every other session go on. (The rows of a snapshot a query scans are the
 //! arrangements' own and are not counted; maintained views are not bounded by it.)
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
-use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryConsumer, MemoryPool};
+use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::TaskContext;
-use datafusion::physical_plan::{execute_stream, ExecutionPlan};
-use futures::StreamExt;
 use sql::SqlError;
 
 /// How many bytes one query may use; a setting of the planning state's configuration, where
@@ -55,20 +53,4 @@ fn task_with_pool(state: &SessionState, limit: usize) -> DfResult<Arc<TaskContex
         .with_memory_pool(pool)
         .build_arc()?;
     Ok(Arc::new(TaskContext::from(state).with_runtime(runtime)))
-}
-
-/// The rows of `plan`, each batch counted in `task`'s memory pool as it arrives.
-pub(crate) async fn collect_counted(
-    plan: Arc<dyn ExecutionPlan>,
-    task: Arc<TaskContext>,
-) -> DfResult<Vec<RecordBatch>> {
-    let result = MemoryConsumer::new("query result").register(task.memory_pool());
-    let mut stream = execute_stream(plan, task)?;
-    let mut batches = Vec::new();
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        result.try_grow(batch.get_array_memory_size())?;
-        batches.push(batch);
-    }
-    Ok(batches)
 }

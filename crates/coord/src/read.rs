@@ -7,7 +7,6 @@
 //! lookups.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -19,7 +18,6 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::streaming::PartitionStream;
-use futures::future::{select, Either};
 use pipelines::{StreamScan, Streams};
 use repr::{Diff, GlobalId, Row, RowCodec, Timestamp};
 use sql::catalog::{KeyLookup, RelationTable, SnapshotReader};
@@ -30,6 +28,7 @@ use crate::coordinator::Coordinator;
 use crate::error::CoordError;
 use crate::privileges::SourceVisibility;
 use crate::query_memory;
+use crate::query_rows::{QueryRows, ResultUse};
 use crate::response::ExecuteResponse;
 use crate::session::{PendingWrites, Session, Transaction};
 use crate::write_conflicts::ReadSet;
@@ -214,64 +213,36 @@ pub(crate) fn rows_to_batches(
     Ok(batches)
 }
 
-/// Runs a query's computation on a thread of its own, and stops it at its next yield when
-/// the caller goes away (a cancelled or timed-out statement). DataFusion's operators yield
-/// only between batches, so a query can compute for minutes without one (a join that finds
-/// no match): on the threads that serve clients it would hold up every session until then.
-async fn on_a_thread_of_its_own<T: Send + 'static>(
-    computation: impl Future<Output = T> + Send + 'static,
-) -> Result<T, CoordError> {
-    let (result_sender, result) = tokio::sync::oneshot::channel();
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name("query".into())
-        .stack_size(sql::STATEMENT_STACK_BYTES)
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    tracing::error!(error = %e, "a query thread could not start its runtime");
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let computation = std::pin::pin!(computation);
-                if let Either::Left((value, _)) = select(computation, stopped).await {
-                    let _ = result_sender.send(value);
-                }
-            });
-        })
-        .map_err(|e| CoordError::Internal(format!("no thread for the query: {e}")))?;
-    result
-        .await
-        .map_err(|_| CoordError::Internal("the query's thread ended without a result".into()))
-}
-
-/// Plans and runs a query, within the memory a query may use (see [`query_memory`]). The
-/// physical plan (which peeks the snapshots) is built here; the execution runs on a thread
-/// of its own (see `on_a_thread_of_its_own`), so that the session stays responsive (a cancel request or a timeout is answered at once) while the
-/// query computes; dropping the returned future stops the query at its next yield point. The
-/// schema is the executed plan's, so it is exactly the type of every returned column. A point
-/// query (one key of one relation) skips the optimizer and physical planner: see
-/// [`sql::PointQuery`].
+/// Plans and runs a query whose rows the statement keeps, within the memory a query may use
+/// (see [`query_memory`]); the schema is exactly the type of every returned column.
 pub(crate) async fn execute_plan(
     state: &SessionState,
     plan: LogicalPlan,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
+    let (schema, rows) = start_plan(state, plan, ResultUse::Kept).await?;
+    Ok((schema, rows.collect().await?))
+}
+
+/// Plans a query and starts it (see [`QueryRows`]): the physical plan, which peeks the
+/// snapshots, is built here; the rows are computed on a thread of their own as they are read,
+/// within the memory a query may use (see [`query_memory`]). The schema is the executed
+/// plan's, so it is exactly the type of every returned column. A point query (one key of one
+/// relation) skips the optimizer and physical planner: see [`sql::PointQuery`].
+async fn start_plan(
+    state: &SessionState,
+    plan: LogicalPlan,
+    result_use: ResultUse,
+) -> Result<(SchemaRef, QueryRows), CoordError> {
     if let Some(point) = sql::PointQuery::from_plan(state, &plan) {
-        return Ok(point.execute(state).await?);
+        let (schema, batches) = point.execute(state).await?;
+        return Ok((schema, QueryRows::computed(batches)));
     }
     let state = sql::correlated_subqueries::state_for(state, &plan);
     let physical = state.create_physical_plan(&plan).await?;
     let schema = physical.schema();
     let (task, limit) = query_memory::bounded_task(&state)?;
-    let batches = on_a_thread_of_its_own(query_memory::collect_counted(physical, task))
-        .await?
-        .map_err(|e| query_memory::query_error(e, limit))?;
-    Ok((schema, batches))
+    let rows = QueryRows::start(physical, task, limit, result_use)?;
+    Ok((schema, rows))
 }
 
 impl Coordinator {
@@ -281,32 +252,50 @@ impl Coordinator {
         session: &mut Session,
         query: &sql::Query,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
-        self.run_read(session, Read::Query(query)).await
+        let (schema, rows) = self
+            .run_read(session, Read::Query(query), ResultUse::Kept)
+            .await?;
+        Ok((schema, rows.collect().await?))
     }
 
-    /// Runs `read` in the session's snapshot (with its transaction's writes) and collects
-    /// its rows.
+    /// Starts `read` in the session's snapshot (with its transaction's writes); the snapshot
+    /// is held until its rows are all read. A query that changes settings (`set_config`)
+    /// runs to the end here, so that they are the session's when the statement ends.
     async fn run_read(
         &self,
         session: &mut Session,
         read: Read<'_>,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>), CoordError> {
+        result_use: ResultUse,
+    ) -> Result<(SchemaRef, QueryRows), CoordError> {
         let overlay = match &session.transaction {
             Transaction::Block(block) => block.writes.clone(),
             _ => PendingWrites::default(),
         };
         let context = self.query_context(session, &overlay);
-        let (schema, batches) = match read {
+        let (schema, rows) = match read {
             Read::Query(query) => {
                 let plan = query.plan(&context.plan_context()).await?;
-                execute_plan(&context.state, plan).await?
+                let result_use = match sql::calls_function(&plan, "set_config") {
+                    true => ResultUse::Kept,
+                    false => result_use,
+                };
+                let (schema, rows) = start_plan(&context.state, plan, result_use).await?;
+                let rows = match result_use {
+                    ResultUse::Kept => QueryRows::computed(rows.collect().await?),
+                    ResultUse::Streamed => rows,
+                };
+                (schema, rows)
             }
-            Read::Point(point) => point.execute(&context.state).await?,
+            Read::Point(point) => {
+                let (schema, batches) = point.execute(&context.state).await?;
+                (schema, QueryRows::computed(batches))
+            }
         };
-        let batches = context.display_reg_types(&schema, batches)?;
         context.apply_changed_settings(session);
-        drop(context.hold);
-        Ok((sql::displayed_schema(&schema), batches))
+        let rows = rows
+            .map_batches(context.reg_type_display(schema.clone()))
+            .holding(context.hold);
+        Ok((sql::displayed_schema(&schema), rows))
     }
 
     /// Runs a point query planned already (a prepared statement's generic plan).
@@ -315,17 +304,22 @@ impl Coordinator {
         session: &mut Session,
         point: &sql::PointQuery,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (schema, batches) = self.run_read(session, Read::Point(point)).await?;
-        Ok(ExecuteResponse::Rows { schema, batches })
+        let (schema, rows) = self
+            .run_read(session, Read::Point(point), ResultUse::Streamed)
+            .await?;
+        Ok(ExecuteResponse::Rows { schema, rows })
     }
 
+    /// Starts a SELECT, whose rows stream to the client as they are computed.
     pub(crate) async fn select(
         &self,
         session: &mut Session,
         query: &sql::Query,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (schema, batches) = self.run_query(session, query).await?;
-        Ok(ExecuteResponse::Rows { schema, batches })
+        let (schema, rows) = self
+            .run_read(session, Read::Query(query), ResultUse::Streamed)
+            .await?;
+        Ok(ExecuteResponse::Rows { schema, rows })
     }
 }
 

@@ -2,17 +2,19 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 
 use pipelines::Subscription;
+
+use crate::query_rows::QueryRows;
 use sql::{CopyFormat, CopyOptions};
 
 /// What executing one statement produced.
 #[derive(Debug)]
 pub enum ExecuteResponse {
-    /// Rows, with their schema (possibly no batches).
+    /// Rows, with their schema (possibly no batches), computed as they are read.
     Rows {
         /// Column names and types.
         schema: SchemaRef,
         /// The rows.
-        batches: Vec<RecordBatch>,
+        rows: QueryRows,
     },
     /// A command without rows, with its completion tag (`INSERT 0 3`, `CREATE TABLE`).
     Command(String),
@@ -60,5 +62,16 @@ pub enum ExecuteResponse {
 impl ExecuteResponse {
     pub(crate) fn command(tag: impl Into<String>) -> Self {
         ExecuteResponse::Command(tag.into())
+    }
+
+    /// This response, whose rows still to be computed end with 57014 past `deadline`.
+    pub(crate) fn with_deadline(self, deadline: tokio::time::Instant) -> Self {
+        match self {
+            ExecuteResponse::Rows { schema, rows } => ExecuteResponse::Rows {
+                schema,
+                rows: rows.with_deadline(deadline),
+            },
+            other => other,
+        }
     }
 }

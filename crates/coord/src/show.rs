@@ -12,6 +12,7 @@ use crate::coordinator::Coordinator;
 use crate::ddl::item_kind;
 use crate::error::CoordError;
 use crate::postgres_settings::{is_known_setting, unchangeable};
+use crate::query_rows::QueryRows;
 use crate::response::ExecuteResponse;
 use crate::session::{
     reported_spelling, Session, Transaction, DEFAULT_TRANSACTION_ISOLATION, ISOLATION_LEVELS,
@@ -40,7 +41,7 @@ pub(crate) fn text_rows(columns: &[&str], rows: Vec<Vec<String>>) -> ExecuteResp
         .expect("invariant: text columns match their schema");
     ExecuteResponse::Rows {
         schema,
-        batches: vec![batch],
+        rows: QueryRows::computed(vec![batch]),
     }
 }
 

@@ -131,6 +131,7 @@ impl BackendRegistry {
                 idle_timeout: None,
             }),
             statement: Arc::new(ConnectionHandle::new()),
+            cancels: tokio::sync::watch::Sender::new(()),
             terminated: CancellationToken::new(),
         });
         backends.insert(backend.pid, backend.clone());
@@ -163,7 +164,7 @@ impl Backends for BackendRegistry {
             return false;
         };
         // The handle's lock is never held across a wait, so this does not block.
-        futures::executor::block_on(backend.statement.cancel());
+        futures::executor::block_on(backend.cancel_statement());
         true
     }
 
@@ -185,7 +186,7 @@ impl CancelHandler for BackendRegistry {
             return;
         };
         if backend.secret_key == request.secret_key.to_bytes() {
-            backend.statement.cancel().await;
+            backend.cancel_statement().await;
         }
     }
 }
@@ -201,6 +202,8 @@ pub(crate) struct Backend {
     activity: Mutex<Activity>,
     /// Cancels the running statement (pgwire's extended-query handlers read it too).
     statement: Arc<ConnectionHandle>,
+    /// Tells the rows of a statement that streams them to stop (see [`Backend::cancels`]).
+    cancels: tokio::sync::watch::Sender<()>,
     /// Fires when the connection is to end.
     terminated: CancellationToken,
 }
@@ -242,6 +245,19 @@ impl Backend {
     /// The handle that cancels the running statement.
     pub fn statement_handle(&self) -> &Arc<ConnectionHandle> {
         &self.statement
+    }
+
+    /// A receiver that changes at the next cancel of this backend's statement: the rows a
+    /// statement streams are computed after its handler returned them, so after the handle
+    /// that cancels the statement's execution was taken.
+    pub fn cancels(&self) -> tokio::sync::watch::Receiver<()> {
+        self.cancels.subscribe()
+    }
+
+    /// Cancels the running statement, and the rows it streams.
+    async fn cancel_statement(&self) {
+        self.statement.cancel().await;
+        self.cancels.send_replace(());
     }
 
     /// Completes when the connection is to end (`pg_terminate_backend`).

@@ -7,16 +7,16 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use coord::{
     Coordinator, ExecuteResponse, GenericPlan, Session, Statement, StatementDesc, Subscription,
-    TransactionEffect,
 };
 use futures::future::{select, Either};
-use futures::{stream, Sink, SinkExt};
+use futures::{Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{
+    send_describe_response, send_partial_query_response, ExtendedQueryHandler, SimpleQueryHandler,
+};
 use pgwire::api::results::{
-    CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo,
-    QueryResponse, Response, Tag,
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
@@ -36,7 +36,8 @@ use pgwire::messages::PgWireBackendMessage;
 use crate::backends::{BackendRegistry, Registration};
 use crate::held_replies::HeldReplies;
 use crate::params::{is_binary, parameter_text};
-use crate::rows::{data_rows, field_infos, parameter_field_of, wire_type};
+use crate::responses::{to_response, RowOutput};
+use crate::rows::{field_infos, parameter_field_of, wire_type};
 use crate::simple_query;
 use crate::sqlstate::{error_info, to_pgwire};
 use crate::subscribe::{stream_subscription, Delivery};
@@ -146,65 +147,23 @@ where
     Ok(())
 }
 
-/// The pgwire response for an executed statement; rows use `format` (text when `None`) and
-/// show `timestamptz` values in time zone `zone`.
-fn to_response(
-    response: ExecuteResponse,
-    effect: TransactionEffect,
-    format: Option<&Format>,
-    zone: &str,
-) -> PgWireResult<Response> {
-    Ok(match response {
-        ExecuteResponse::Rows { schema, batches } => {
-            Response::Query(query_response(&schema, &batches, format, zone)?)
-        }
-        ExecuteResponse::CopyOut {
-            schema,
-            batches,
-            options,
-        } => {
-            let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-            let data = crate::copy_out::copy_data(&names, &batches, &options, zone)?;
-            Response::CopyOut(CopyResponse::new(
-                0,
-                names.len(),
-                stream::iter(data.into_iter().map(Ok)),
-            ))
-        }
-        ExecuteResponse::Fetched { schema, batches } => {
-            let mut response = query_response(&schema, &batches, format, zone)?;
-            response.set_command_tag("FETCH");
-            Response::Query(response)
-        }
-        ExecuteResponse::Deallocate { name } => Response::Execution(Tag::new(match name {
-            Some(_) => "DEALLOCATE",
-            None => "DEALLOCATE ALL",
-        })),
-        ExecuteResponse::Command(tag) => match effect {
-            TransactionEffect::Begin => Response::TransactionStart(Tag::new(&tag)),
-            TransactionEffect::End => Response::TransactionEnd(Tag::new(&tag)),
-            TransactionEffect::None => Response::Execution(Tag::new(&tag)),
-        },
-        ExecuteResponse::CopyIn { columns, format } => {
-            let code = match format {
-                coord::CopyFormat::Text | coord::CopyFormat::Csv => 0,
-            };
-            Response::CopyIn(CopyResponse::new(code, columns, stream::empty()))
-        }
-        ExecuteResponse::EmptyQuery => Response::EmptyQuery,
-        ExecuteResponse::Subscribe(_) | ExecuteResponse::CopySubscribe { .. } => {
-            return Err(to_pgwire(&coord::CoordError::Internal(
-                "a subscription reached the buffered response path".into(),
-            )))
-        }
-    })
+/// How the statements of one Query message ended, besides the responses sent.
+#[derive(Default)]
+struct Answered {
+    /// Whether a COPY FROM STDIN started (the COPY handlers finish the message's flow).
+    copy_started: bool,
+    /// A subscription the last statement run started, to stream now.
+    subscription: Option<(Subscription, Delivery)>,
 }
 
-/// What the statements of one Query message produced: responses to send, and perhaps a
-/// subscription to stream after them (the statement that started it is the last one run).
-struct Outcomes {
-    responses: Vec<Response>,
-    subscription: Option<(Subscription, Delivery)>,
+/// What running one statement of a Query message gave.
+enum Step {
+    /// Its response.
+    Respond(Response),
+    /// The subscription it started.
+    Subscribe(Subscription, Delivery),
+    /// Its error, which ends the message's statements.
+    Failed(Response),
 }
 
 /// How a subscribing response is delivered, if `response` is one; otherwise the response.
@@ -235,21 +194,6 @@ fn subscription_of(
 /// The session's `TimeZone`, in which results show `timestamptz` values.
 fn display_zone(session: &Session) -> String {
     session.variable("timezone").unwrap_or("UTC").to_string()
-}
-
-/// The rows of a result as a pgwire response.
-fn query_response(
-    schema: &arrow::datatypes::SchemaRef,
-    batches: &[arrow::array::RecordBatch],
-    format: Option<&Format>,
-    zone: &str,
-) -> PgWireResult<QueryResponse> {
-    let fields = Arc::new(field_infos(schema, format, Some(zone)));
-    let rows = data_rows(fields.clone(), batches)?;
-    Ok(QueryResponse::new(
-        fields,
-        stream::iter(rows.into_iter().map(Ok)),
-    ))
 }
 
 /// Forgets the prepared statements a DEALLOCATE names.
@@ -292,22 +236,40 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let mut outcomes = self.run_statements(client, query).await?;
-        if outcomes.subscription.take().is_some() {
-            outcomes.responses.push(Response::Error(Box::new(error_info(
-                &coord::CoordError::Sql(coord::SqlError::Unsupported(
-                    "SUBSCRIBE outside a streaming query".into(),
-                )),
-            ))));
+        let (statements, truncations) =
+            coord::parse_noting_truncations(query).map_err(|e| to_pgwire(&e.into()))?;
+        if statements.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
         }
-        Ok(outcomes.responses)
+        let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
+        session.notice_truncations(&truncations);
+        let mut responses = Vec::with_capacity(statements.len());
+        for statement in statements {
+            match self.run_statement(client, &mut session, statement).await? {
+                Step::Respond(response) => responses.push(response),
+                Step::Failed(error) => {
+                    responses.push(error);
+                    break;
+                }
+                Step::Subscribe(..) => {
+                    responses.push(Response::Error(Box::new(error_info(
+                        &coord::CoordError::Sql(coord::SqlError::Unsupported(
+                            "SUBSCRIBE outside a streaming query".into(),
+                        )),
+                    ))));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
     }
 }
 
 impl Connection {
     /// Runs the statements of one Query message and sends their responses (and the rows of
     /// a subscription one starts, until the client cancels it); whether a COPY FROM STDIN
-    /// started. The statements stop at the client's cancel request (57014).
+    /// started. The statements stop at the client's cancel request (57014), which fails the
+    /// transaction block they are in.
     async fn answer_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<bool>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -316,21 +278,25 @@ impl Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cancel = simple_query::cancel_receiver(client).await;
-        let (outcomes, cancel) = {
+        let (answered, cancel) = {
             let running = Box::pin(self.run_statements(client, query));
             match cancel {
                 Some(cancel) => match select(running, cancel).await {
-                    Either::Left((outcomes, cancel)) => (outcomes?, Some(cancel)),
-                    Either::Right(_) => return Err(PgWireError::QueryCanceled),
+                    Either::Left((answered, cancel)) => (answered?, Some(cancel)),
+                    Either::Right((_, running)) => {
+                        // The statement lets go of the session as it stops.
+                        drop(running);
+                        self.fail_transaction().await;
+                        return Err(PgWireError::QueryCanceled);
+                    }
                 },
                 None => (running.await?, None),
             }
         };
-        let copy_started = simple_query::send_responses(client, outcomes.responses).await?;
-        if let Some((subscription, delivery)) = outcomes.subscription {
+        if let Some((subscription, delivery)) = answered.subscription {
             stream_subscription(client, subscription, delivery, cancel).await?;
         }
-        Ok(copy_started)
+        Ok(answered.copy_started)
     }
 
     /// The session's transaction status after a statement, noted in the connection's
@@ -354,9 +320,11 @@ impl Connection {
         status
     }
 
-    /// Runs the statements of one Query message, stopping after an error or after a
-    /// statement that starts a subscription (which runs until the client stops it).
-    async fn run_statements<C>(&self, client: &mut C, query: &str) -> PgWireResult<Outcomes>
+    /// Runs the statements of one Query message, sending each one's response (its rows as
+    /// they are computed) before the next runs, stopping after an error (also one that ends
+    /// a statement's rows) or after a statement that starts a subscription (which runs
+    /// until the client stops it).
+    async fn run_statements<C>(&self, client: &mut C, query: &str) -> PgWireResult<Answered>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore,
@@ -365,45 +333,77 @@ impl Connection {
     {
         let (statements, truncations) =
             coord::parse_noting_truncations(query).map_err(|e| to_pgwire(&e.into()))?;
-        let mut outcomes = Outcomes {
-            responses: Vec::with_capacity(statements.len()),
-            subscription: None,
-        };
         if statements.is_empty() {
-            outcomes.responses.push(Response::EmptyQuery);
-            return Ok(outcomes);
+            simple_query::send_response(client, Response::EmptyQuery).await?;
+            return Ok(Answered::default());
         }
         let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         session.notice_truncations(&truncations);
         for statement in statements {
-            let effect = statement.transaction_effect();
-            let result = self.coord.execute(&mut session, statement).await;
-            send_session_messages(client, &mut session).await?;
-            match result {
-                Ok(response) => {
-                    deallocate(client, &response);
-                    match subscription_of(response, true, None, &display_zone(&session)) {
-                        Ok(subscription) => {
-                            outcomes.subscription = Some(subscription);
-                            break;
-                        }
-                        Err(response) => outcomes.responses.push(to_response(
-                            response,
-                            effect,
-                            None,
-                            &display_zone(&session),
-                        )?),
-                    }
+            let response = match self.run_statement(client, &mut session, statement).await? {
+                Step::Respond(response) => response,
+                Step::Subscribe(subscription, delivery) => {
+                    return Ok(Answered {
+                        copy_started: false,
+                        subscription: Some((subscription, delivery)),
+                    })
                 }
-                Err(error) => {
-                    outcomes
-                        .responses
-                        .push(Response::Error(Box::new(error_info(&error))));
+                Step::Failed(error) => {
+                    simple_query::send_response(client, error).await?;
                     break;
                 }
+            };
+            match simple_query::send_response(client, response).await {
+                Ok(false) => {}
+                Ok(true) => {
+                    return Ok(Answered {
+                        copy_started: true,
+                        subscription: None,
+                    })
+                }
+                // An error that ended the rows: the client has some of them already.
+                Err(PgWireError::UserError(error)) => {
+                    session.fail_transaction();
+                    simple_query::send_response(client, Response::Error(error)).await?;
+                    break;
+                }
+                Err(error) => return Err(error),
             }
         }
-        Ok(outcomes)
+        Ok(Answered::default())
+    }
+
+    /// Runs one statement of a Query message in `session`, and sends the messages the
+    /// session has for the client besides results.
+    async fn run_statement<C>(
+        &self,
+        client: &mut C,
+        session: &mut Session,
+        statement: Statement,
+    ) -> PgWireResult<Step>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let effect = statement.transaction_effect();
+        let result = self.coord.execute(session, statement).await;
+        send_session_messages(client, session).await?;
+        let response = match result {
+            Ok(response) => response,
+            Err(error) => return Ok(Step::Failed(Response::Error(Box::new(error_info(&error))))),
+        };
+        deallocate(client, &response);
+        let zone = display_zone(session);
+        Ok(match subscription_of(response, true, None, &zone) {
+            Ok((subscription, delivery)) => Step::Subscribe(subscription, delivery),
+            Err(response) => Step::Respond(to_response(
+                response,
+                effect,
+                RowOutput::new(client, None, &zone),
+            )?),
+        })
     }
 
     /// Executes a portal whose statement starts a subscription, streaming its rows until
@@ -436,6 +436,66 @@ impl Connection {
                 "a SUBSCRIBE statement started no subscription".into(),
             ))),
         }
+    }
+}
+
+impl Connection {
+    /// Executes a portal whose statement is a query: sends at most `max_rows` of its rows
+    /// (all of them for 0) as they are computed, and leaves the rest in the portal for the
+    /// next Execute. (pgwire's own flow gathers all the rows of an Execute before it sends
+    /// the first.)
+    async fn execute_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        max_rows: usize,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let state = portal.state();
+        if matches!(*state.lock().await, PortalExecutionState::Initial) {
+            let cancel = simple_query::cancel_receiver(client).await;
+            let running = Box::pin(ExtendedQueryHandler::do_query(
+                self, client, portal, max_rows,
+            ));
+            let response = match cancel {
+                Some(cancel) => match select(running, cancel).await {
+                    Either::Left((response, _)) => response,
+                    Either::Right(_) => Err(PgWireError::QueryCanceled),
+                },
+                None => running.await,
+            }?;
+            let Response::Query(rows) = response else {
+                return Err(to_pgwire(&coord::CoordError::Internal(
+                    "a query answered without rows".into(),
+                )));
+            };
+            portal.start(rows).await;
+        }
+        let mut state = state.lock().await;
+        match &mut *state {
+            PortalExecutionState::Suspended(rows) => {
+                if !send_partial_query_response(client, rows, max_rows).await? {
+                    *state = PortalExecutionState::Finished;
+                }
+            }
+            PortalExecutionState::Finished | PortalExecutionState::Initial => {
+                let done: CommandComplete = Tag::new("SELECT").with_rows(0).into();
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(done))
+                    .await?;
+            }
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        Ok(())
     }
 }
 
@@ -606,10 +666,23 @@ impl ExtendedQueryHandler for Connection {
                 .backend()
                 .statement_started(&portal.statement.statement.sql);
         }
-        let executed = match portal.filter(|p| p.statement.statement.statement.is_streamed()) {
-            Some(portal) => self.execute_streamed(client, &portal).await,
-            None => self._on_execute(&mut HeldReplies(client), message).await,
+        let executed = match portal {
+            Some(portal) if portal.statement.statement.statement.is_streamed() => {
+                self.execute_streamed(client, &portal).await
+            }
+            Some(portal)
+                if matches!(portal.statement.statement.statement, Statement::Select(_)) =>
+            {
+                let max_rows = message.max_rows as usize;
+                self.execute_query(&mut HeldReplies(client), &portal, max_rows)
+                    .await
+            }
+            _ => self._on_execute(&mut HeldReplies(client), message).await,
         };
+        // Also an error that ended the rows after the statement ran, or a cancel.
+        if executed.is_err() {
+            self.fail_transaction().await;
+        }
         let status = self.finish_statement(backend.as_deref()).await;
         executed?;
         // The session knows the transaction status (ROLLBACK TO SAVEPOINT recovers a failed
@@ -753,7 +826,11 @@ impl ExtendedQueryHandler for Connection {
         let zone = display_zone(&session);
         let response = result.map_err(|e| to_pgwire(&e))?;
         deallocate(client, &response);
-        to_response(response, effect, Some(&portal.result_column_format), &zone)
+        to_response(
+            response,
+            effect,
+            RowOutput::new(client, Some(&portal.result_column_format), &zone),
+        )
     }
 }
 

@@ -28,6 +28,7 @@ mod held_replies;
 mod http;
 mod message_loop;
 mod params;
+mod responses;
 mod rows;
 mod simple_query;
 mod sqlstate;

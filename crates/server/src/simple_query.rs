@@ -1,5 +1,5 @@
 //! The simple query protocol's message flow: run the statements of one Query message, send
-//! each one's response, and end with ReadyForQuery carrying the session's own transaction
+//! each one's response before the next runs, and end with ReadyForQuery carrying the session's own transaction
 //! status (so ROLLBACK TO SAVEPOINT out of a failed block reports `T`, which pgwire's default
 //! flow, deriving the status from the responses alone, cannot).
 
@@ -14,48 +14,42 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::PgWireBackendMessage;
 
-/// Sends the responses of one Query message; returns whether a COPY FROM STDIN started (the
-/// COPY handlers then finish the message's flow).
-pub(crate) async fn send_responses<C>(
-    client: &mut C,
-    responses: Vec<Response>,
-) -> PgWireResult<bool>
+/// Sends the response of one statement of a Query message (rows as they are computed);
+/// returns whether a COPY FROM STDIN started (the COPY handlers then finish the message's
+/// flow).
+pub(crate) async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<bool>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    for response in responses {
-        match response {
-            Response::EmptyQuery => {
-                client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(
-                        EmptyQueryResponse::new(),
-                    ))
-                    .await?;
-            }
-            Response::Query(results) => send_query_response(client, results, true).await?,
-            Response::Execution(tag)
-            | Response::TransactionStart(tag)
-            | Response::TransactionEnd(tag) => send_execution_response(client, tag).await?,
-            Response::Error(error) => {
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse((*error).into()))
-                    .await?;
-            }
-            Response::CopyIn(copy) => {
-                pgwire::api::copy::send_copy_in_response(client, copy).await?;
-                client.set_state(PgWireConnectionState::CopyInProgress(false));
-                return Ok(true);
-            }
-            Response::CopyOut(copy) => {
-                pgwire::api::copy::send_copy_out_response(client, copy).await?
-            }
-            Response::CopyBoth(copy) => {
-                pgwire::api::copy::send_copy_both_response(client, copy).await?;
-                client.set_state(PgWireConnectionState::CopyInProgress(false));
-                return Ok(true);
-            }
+    match response {
+        Response::EmptyQuery => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        Response::Query(results) => send_query_response(client, results, true).await?,
+        Response::Execution(tag)
+        | Response::TransactionStart(tag)
+        | Response::TransactionEnd(tag) => send_execution_response(client, tag).await?,
+        Response::Error(error) => {
+            client
+                .feed(PgWireBackendMessage::ErrorResponse((*error).into()))
+                .await?;
+        }
+        Response::CopyIn(copy) => {
+            pgwire::api::copy::send_copy_in_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+            return Ok(true);
+        }
+        Response::CopyOut(copy) => pgwire::api::copy::send_copy_out_response(client, copy).await?,
+        Response::CopyBoth(copy) => {
+            pgwire::api::copy::send_copy_both_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+            return Ok(true);
         }
     }
     Ok(false)

@@ -33,7 +33,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",
         CoordError::CannotChangeSetting(_) => "55P02",
-        CoordError::StatementTimeout => "57014",
+        CoordError::StatementTimeout | CoordError::Canceled => "57014",
         CoordError::LockTimeout => "55P03",
         CoordError::SubscriberTooSlow { .. } => "53400",
     }

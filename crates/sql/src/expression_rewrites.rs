@@ -79,6 +79,17 @@ pub(crate) fn has_expression(
     Ok(found)
 }
 
+/// Whether `plan` (subqueries included) calls the scalar function `name`.
+pub fn calls_function(plan: &LogicalPlan, name: &str) -> bool {
+    has_node(plan, |node| {
+        has_expression(
+            node,
+            &|e| matches!(e, Expr::ScalarFunction(call) if call.name() == name),
+        )
+        .unwrap_or(false)
+    })
+}
+
 /// Whether `plan` or a plan below it, subqueries included, satisfies `candidate`.
 pub(crate) fn has_node(plan: &LogicalPlan, candidate: impl Fn(&LogicalPlan) -> bool) -> bool {
     let mut found = false;

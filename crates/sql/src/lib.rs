@@ -54,6 +54,7 @@ mod types;
 pub use bind::parameter_value;
 pub use constant_rows::ConstantRows;
 pub use error::SqlError;
+pub use expression_rewrites::calls_function;
 pub use key_parameters::KeyParameters;
 pub use lower::lower;
 pub use names::{needs_quotes, quote_ident, ObjectRef, RESERVED_KEYWORDS};
