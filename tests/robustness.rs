@@ -467,9 +467,9 @@ async fn wide_select_lists_are_54011_at_once() {
 /// a 9-million-row cross join, far more than a query may hold (`--max-query-memory 32`),
 /// sends its first rows at once over both protocols, and a portal read a part at a time goes
 /// on where it stopped; a client that goes away stops its query. A cancel or the statement's
-/// timeout ends the rows with 57014 (a cancel fails the block they are in). What a query
-/// must hold past the limit (an aggregate's state, the rows a cursor or `COPY` keeps) is
-/// still 53200, and the server and another session go on.
+/// timeout ends the rows (or a `COPY`'s data) with 57014 (a cancel fails the block they are
+/// in). What a query must hold past the limit (an aggregate's state, the rows a cursor
+/// keeps) is still 53200, and the server and another session go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_stream_and_what_a_query_holds_is_bounded() {
     use futures::{pin_mut, StreamExt};
@@ -576,6 +576,21 @@ async fn large_results_stream_and_what_a_query_holds_is_bounded() {
     };
     assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED), "{error}");
     assert!(rows > 0, "no rows came before the timeout");
+    // COPY data streams too, and an error after some of it is one the client reads.
+    let data = client
+        .copy_out(&format!("COPY ({CROSS_JOIN}) TO STDOUT"))
+        .await
+        .expect("copy");
+    pin_mut!(data);
+    let mut chunks = 0;
+    let error = loop {
+        match data.next().await.expect("the data ends with an error") {
+            Ok(_) => chunks += 1,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED), "{error}");
+    assert!(chunks > 0, "no data came before the timeout");
     client
         .batch_execute("SET statement_timeout = 0")
         .await

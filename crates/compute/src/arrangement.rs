@@ -90,6 +90,24 @@ pub(crate) fn arrange_rows<'s>(
     arranged
 }
 
+/// Reduces `(key, value)` rows by key (operator `name`): `logic` turns one key's values, with
+/// their counts, into its results. Input and results are both kept in flat arrangements,
+/// metered as part of the dataflow's memory (see `memory_meters`).
+pub(crate) fn reduce_rows<'s>(
+    pairs: VecCollection<'s, Timestamp, (Row, Row), Diff>,
+    name: &str,
+    logic: impl FnMut(RowRef<'_>, &[(RowRef<'_>, Diff)], &mut Vec<(Row, Diff)>) + 'static,
+) -> VecCollection<'s, Timestamp, (Row, Row), Diff> {
+    let arranged = arrange_rows(pairs, &format!("Arrange: {name}"));
+    let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
+        name,
+        logic,
+        reduction_updates,
+    );
+    memory_meters::meter_spine(&reduced.trace);
+    reduced.as_collection(|key, value| (key.to_row(), value.to_row()))
+}
+
 /// How rows are laid out in an arrangement's `(key, value)` pairs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArrangementLayout {

@@ -1,5 +1,6 @@
 //! `COPY table | (query) TO STDOUT [(FORMAT text | csv, DELIMITER, NULL, HEADER)]`: the rows of
-//! a relation or query, read at one consistent time, as COPY data (psql's `\copy … to`).
+//! a relation or query, read at one consistent time, as COPY data (psql's `\copy … to`),
+//! sent as it is computed.
 
 use sql::{CopySource, CopyTo, Query};
 
@@ -21,10 +22,10 @@ impl Coordinator {
                 Query::scan(&item.schema, &item.name, &columns)?
             }
         };
-        let (schema, batches) = self.run_query(session, &query).await?;
+        let (schema, rows) = self.stream_query(session, &query).await?;
         Ok(ExecuteResponse::CopyOut {
             schema,
-            batches,
+            rows,
             options: copy.options,
         })
     }

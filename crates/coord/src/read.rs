@@ -316,10 +316,18 @@ impl Coordinator {
         session: &mut Session,
         query: &sql::Query,
     ) -> Result<ExecuteResponse, CoordError> {
-        let (schema, rows) = self
-            .run_read(session, Read::Query(query), ResultUse::Streamed)
-            .await?;
+        let (schema, rows) = self.stream_query(session, query).await?;
         Ok(ExecuteResponse::Rows { schema, rows })
+    }
+
+    /// Starts a query whose rows stream to the client as they are computed.
+    pub(crate) async fn stream_query(
+        &self,
+        session: &mut Session,
+        query: &sql::Query,
+    ) -> Result<(SchemaRef, QueryRows), CoordError> {
+        self.run_read(session, Read::Query(query), ResultUse::Streamed)
+            .await
     }
 }
 

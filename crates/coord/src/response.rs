@@ -25,12 +25,12 @@ pub enum ExecuteResponse {
         /// The data format.
         format: CopyFormat,
     },
-    /// Rows to send as COPY data (COPY … TO STDOUT).
+    /// Rows to send as COPY data (COPY … TO STDOUT), computed as they are read.
     CopyOut {
         /// Column names and types.
         schema: SchemaRef,
         /// The rows.
-        batches: Vec<RecordBatch>,
+        rows: QueryRows,
         /// How to lay them out.
         options: CopyOptions,
     },
@@ -70,6 +70,15 @@ impl ExecuteResponse {
             ExecuteResponse::Rows { schema, rows } => ExecuteResponse::Rows {
                 schema,
                 rows: rows.with_deadline(deadline),
+            },
+            ExecuteResponse::CopyOut {
+                schema,
+                rows,
+                options,
+            } => ExecuteResponse::CopyOut {
+                schema,
+                rows: rows.with_deadline(deadline),
+                options,
             },
             other => other,
         }

@@ -442,8 +442,9 @@ impl Connection {
 impl Connection {
     /// Executes a portal whose statement is a query: sends at most `max_rows` of its rows
     /// (all of them for 0) as they are computed, and leaves the rest in the portal for the
-    /// next Execute. (pgwire's own flow gathers all the rows of an Execute before it sends
-    /// the first.)
+    /// next Execute; or all of them as COPY data (`COPY … TO STDOUT`). (pgwire's own flow
+    /// gathers all the rows of an Execute before it sends the first, and ends COPY data that
+    /// fails with a message only clients send.)
     async fn execute_query<C>(
         &self,
         client: &mut C,
@@ -473,12 +474,19 @@ impl Connection {
                 },
                 None => running.await,
             }?;
-            let Response::Query(rows) = response else {
-                return Err(to_pgwire(&coord::CoordError::Internal(
-                    "a query answered without rows".into(),
-                )));
-            };
-            portal.start(rows).await;
+            match response {
+                Response::Query(rows) => portal.start(rows).await,
+                Response::CopyOut(copy) => {
+                    crate::copy_out::send_copy_out(client, copy).await?;
+                    client.set_state(PgWireConnectionState::ReadyForQuery);
+                    return Ok(());
+                }
+                _ => {
+                    return Err(to_pgwire(&coord::CoordError::Internal(
+                        "a query answered without rows".into(),
+                    )))
+                }
+            }
         }
         let mut state = state.lock().await;
         match &mut *state {
@@ -671,7 +679,10 @@ impl ExtendedQueryHandler for Connection {
                 self.execute_streamed(client, &portal).await
             }
             Some(portal)
-                if matches!(portal.statement.statement.statement, Statement::Select(_)) =>
+                if matches!(
+                    portal.statement.statement.statement,
+                    Statement::Select(_) | Statement::CopyTo(_)
+                ) =>
             {
                 let max_rows = message.max_rows as usize;
                 self.execute_query(&mut HeldReplies(client), &portal, max_rows)

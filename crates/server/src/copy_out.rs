@@ -1,13 +1,61 @@
 //! COPY data out: rows as PostgreSQL's COPY text format (tab-separated, `\N` for NULL,
-//! backslash escapes) or CSV (quoted where needed), one CopyData message per row.
+//! backslash escapes) or CSV (quoted where needed), one CopyData message per row, sent as
+//! they are computed.
+
+use std::fmt::Debug;
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
 use coord::{CopyFormat, CopyOptions};
+use futures::{Sink, SinkExt, StreamExt};
+use pgwire::api::results::{CopyResponse, Tag};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::CopyData;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
+use pgwire::messages::response::CommandComplete;
+use pgwire::messages::PgWireBackendMessage;
 
 use crate::values::{text_value, Cell};
+
+/// Sends a COPY TO STDOUT response, each message as it is computed, and its CommandComplete
+/// (`COPY n`). An error ends the data: the caller sends it as an ErrorResponse, as PostgreSQL
+/// does (pgwire's own sender would write a CopyFail, a message only clients send).
+pub(crate) async fn send_copy_out<C>(client: &mut C, copy: CopyResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let column_formats = copy.column_formats();
+    let CopyResponse {
+        format,
+        columns,
+        mut data_stream,
+        ..
+    } = copy;
+    let columns = i16::try_from(columns).map_err(|_| {
+        PgWireError::ApiError("a COPY of more columns than the protocol can describe".into())
+    })?;
+    client
+        .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            format,
+            columns,
+            column_formats,
+        )))
+        .await?;
+    let mut rows = 0;
+    while let Some(data) = data_stream.next().await {
+        client.feed(PgWireBackendMessage::CopyData(data?)).await?;
+        rows += 1;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    let done: CommandComplete = Tag::new("COPY").with_rows(rows).into();
+    client
+        .feed(PgWireBackendMessage::CommandComplete(done))
+        .await?;
+    Ok(())
+}
 
 /// The COPY data messages of `batches`, after a header line when the options ask for one;
 /// `timestamptz` values are written in time zone `zone`.

@@ -3,16 +3,21 @@
 
 use std::sync::Arc;
 
-use coord::{ExecuteResponse, TransactionEffect};
+use coord::{CopyOptions, ExecuteResponse, QueryRows, TransactionEffect};
 use futures::stream::BoxStream;
-use futures::{stream, StreamExt};
+use futures::{stream, Stream, StreamExt};
 use pgwire::api::portal::Format;
 use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
 use pgwire::api::ClientInfo;
 use pgwire::error::PgWireResult;
+use pgwire::messages::copy::CopyData;
 
+use crate::copy_out::copy_data;
 use crate::rows::{data_rows, field_infos};
 use crate::sqlstate::to_pgwire;
+
+/// The batches of a result, computed as they are read; an error ends them.
+type Rows = BoxStream<'static, Result<arrow::array::RecordBatch, coord::CoordError>>;
 
 /// How an executed statement's rows go to the client.
 pub(crate) struct RowOutput<'a> {
@@ -52,29 +57,18 @@ pub(crate) fn to_response(
     } = output;
     Ok(match response {
         ExecuteResponse::Rows { schema, rows } => {
-            let rows = match cancels {
-                Some(mut cancels) => rows.stopped_by(async move {
-                    if cancels.changed().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                    coord::CoordError::Canceled
-                }),
-                None => rows.boxed(),
-            };
+            let rows = stoppable(rows, cancels);
             Response::Query(query_response(&schema, rows, format, zone))
         }
         ExecuteResponse::CopyOut {
             schema,
-            batches,
+            rows,
             options,
         } => {
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-            let data = crate::copy_out::copy_data(&names, &batches, &options, zone)?;
-            Response::CopyOut(CopyResponse::new(
-                0,
-                names.len(),
-                stream::iter(data.into_iter().map(Ok)),
-            ))
+            let columns = names.len();
+            let data = copy_out_data(names, stoppable(rows, cancels), options, zone.to_string());
+            Response::CopyOut(CopyResponse::new(0, columns, data))
         }
         ExecuteResponse::Fetched { schema, batches } => {
             let batches = stream::iter(batches.into_iter().map(Ok)).boxed();
@@ -110,7 +104,7 @@ pub(crate) fn to_response(
 /// it, and an error ends them.
 fn query_response(
     schema: &arrow::datatypes::SchemaRef,
-    batches: BoxStream<'static, Result<arrow::array::RecordBatch, coord::CoordError>>,
+    batches: Rows,
     format: Option<&Format>,
     zone: &str,
 ) -> QueryResponse {
@@ -126,4 +120,48 @@ fn query_response(
         }
     });
     QueryResponse::new(fields, rows)
+}
+
+/// `rows`, ended with 57014 when `cancels` changes (the client cancels the statement).
+fn stoppable(rows: QueryRows, cancels: Option<tokio::sync::watch::Receiver<()>>) -> Rows {
+    match cancels {
+        Some(mut cancels) => rows.stopped_by(async move {
+            if cancels.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            coord::CoordError::Canceled
+        }),
+        None => rows.boxed(),
+    }
+}
+
+/// The COPY data of `rows` (columns `names`) laid out as `options` say, each batch as the
+/// client reads it; a header goes before the first row (alone, if there are none).
+fn copy_out_data(
+    names: Vec<String>,
+    rows: Rows,
+    options: CopyOptions,
+    zone: String,
+) -> impl Stream<Item = PgWireResult<CopyData>> + Send {
+    let mut pending_header = options.header;
+    let batches = rows.map(Some).chain(stream::once(async { None }));
+    batches.flat_map(move |batch| {
+        let data = match batch {
+            Some(Ok(batch)) if batch.num_rows() == 0 => Ok(Vec::new()),
+            Some(Ok(batch)) => {
+                let options = CopyOptions {
+                    header: std::mem::take(&mut pending_header),
+                    ..options.clone()
+                };
+                copy_data(&names, &[batch], &options, &zone)
+            }
+            Some(Err(error)) => Err(to_pgwire(&error)),
+            None if std::mem::take(&mut pending_header) => copy_data(&names, &[], &options, &zone),
+            None => Ok(Vec::new()),
+        };
+        match data {
+            Ok(data) => stream::iter(data.into_iter().map(Ok)).left_stream(),
+            Err(error) => stream::once(async { Err(error) }).right_stream(),
+        }
+    })
 }

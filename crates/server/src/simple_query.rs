@@ -45,7 +45,7 @@ where
             client.set_state(PgWireConnectionState::CopyInProgress(false));
             return Ok(true);
         }
-        Response::CopyOut(copy) => pgwire::api::copy::send_copy_out_response(client, copy).await?,
+        Response::CopyOut(copy) => crate::copy_out::send_copy_out(client, copy).await?,
         Response::CopyBoth(copy) => {
             pgwire::api::copy::send_copy_both_response(client, copy).await?;
             client.set_state(PgWireConnectionState::CopyInProgress(false));

@@ -20,10 +20,9 @@ use repr::{Diff, GlobalId, Row, RowCodec};
 
 use super::reduce::{GroupResults, ReduceSpec};
 use super::{codec, RenderError};
-use crate::arrangement::{arrange_rows, reduction_updates, RowBuilder, RowSpine};
+use crate::arrangement::reduce_rows;
 use crate::errors::DataflowErrors;
-use crate::memory_meters;
-use crate::row_container::{RowContainer, RowRef};
+use crate::row_container::RowRef;
 
 /// Renders the recomputing reduction over `(group key, arguments)` pairs.
 pub(crate) fn render<'s>(
@@ -43,8 +42,8 @@ pub(crate) fn render<'s>(
         .map(|a| shift_columns(a, spec.group_len))
         .collect();
     let (dataflow, errors) = errors;
-    let arranged = arrange_rows(pairs, "Arrange: Aggregate");
-    let reduced = arranged.reduce_abelian::<_, RowBuilder, RowSpine, RowContainer, _>(
+    Ok(reduce_rows(
+        pairs,
         "Aggregate",
         move |_key, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
             let batch = arguments
@@ -65,10 +64,7 @@ pub(crate) fn render<'s>(
                 Err(error) => errors.record(dataflow, 0, 1, &error),
             }
         },
-        reduction_updates,
-    );
-    memory_meters::meter_spine(&reduced.trace);
-    Ok(reduced.as_collection(|key, value| (key.to_row(), value.to_row())))
+    ))
 }
 
 /// The aggregate with its columns counted from the start of the argument columns.

@@ -16,6 +16,8 @@ use plan::SessionBound;
 use repr::{Diff, Row};
 
 use super::{codec, render_key_by, RenderError, RowCollection};
+use crate::arrangement::reduce_rows;
+use crate::row_container::RowRef;
 
 /// What rendering a session operator needs.
 pub(crate) struct SessionSpec<'p> {
@@ -41,25 +43,25 @@ pub(crate) fn render<'s>(
         .map(|f| f.data_type().clone())
         .collect();
     let pairs = render_key_by(rows, spec.input_schema, spec.partition, None)?;
-    Ok(pairs
-        .reduce_named(
-            "Session",
-            move |_key, input: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
-                let batch = input_codec
-                    .decode(input.iter().map(|(row, _)| *row))
-                    .expect("invariant: rows decode with the codec that encoded them");
-                let Ok(sessions) = sessions(&batch, time, gap, &bounds, &bound_types) else {
-                    return;
-                };
-                let rows = output_codec
-                    .encode(&sessions.batch)
-                    .expect("invariant: session rows have the output's columns");
-                for (row, position) in rows.into_iter().zip(sessions.positions) {
-                    out.push((row, input[position].1));
-                }
-            },
-        )
-        .map(|(_, row)| row))
+    Ok(reduce_rows(
+        pairs,
+        "Session",
+        move |_key, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
+            let batch = input_codec
+                .decode(input.iter().map(|(row, _)| *row))
+                .expect("invariant: rows decode with the codec that encoded them");
+            let Ok(sessions) = sessions(&batch, time, gap, &bounds, &bound_types) else {
+                return;
+            };
+            let rows = output_codec
+                .encode(&sessions.batch)
+                .expect("invariant: session rows have the output's columns");
+            for (row, position) in rows.into_iter().zip(sessions.positions) {
+                out.push((row, input[position].1));
+            }
+        },
+    )
+    .map(|(_, row)| row))
 }
 
 /// A key's rows with their sessions' bounds, in time order, and where each came from.

@@ -18,7 +18,9 @@ use plan::SortColumn;
 use repr::{Diff, GlobalId, Row};
 
 use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
+use crate::arrangement::reduce_rows;
 use crate::errors::DataflowErrors;
+use crate::row_container::RowRef;
 
 /// What a top-k selects, and from what.
 pub(crate) struct TopKSpec<'a> {
@@ -45,20 +47,20 @@ pub(crate) fn render<'s>(
         let kept = offset.saturating_add(limit);
         pairs = monotonic_top_k::render(pairs, spec.schema, spec.order_by, kept, errors)?;
     }
-    Ok(pairs
-        .reduce_named(
-            "TopK",
-            move |_group, input: &[(&Row, Diff)], out: &mut Vec<(Row, Diff)>| {
-                let batch = row_codec
-                    .decode(input.iter().map(|(row, _)| *row))
-                    .expect("invariant: rows decode with the codec that encoded them");
-                let Ok(order) = sorted_positions(&batch, &order_by) else {
-                    return;
-                };
-                select_window(order.iter().map(|&i| input[i as usize]), offset, limit, out);
-            },
-        )
-        .map(|(_, row)| row))
+    Ok(reduce_rows(
+        pairs,
+        "TopK",
+        move |_group, input: &[(RowRef, Diff)], out: &mut Vec<(Row, Diff)>| {
+            let batch = row_codec
+                .decode(input.iter().map(|(row, _)| *row))
+                .expect("invariant: rows decode with the codec that encoded them");
+            let Ok(order) = sorted_positions(&batch, &order_by) else {
+                return;
+            };
+            select_window(order.iter().map(|&i| input[i as usize]), offset, limit, out);
+        },
+    )
+    .map(|(_, row)| row))
 }
 
 /// The positions of `batch`'s rows sorted by `order_by`, ties broken by position: rows that
@@ -85,7 +87,7 @@ fn sorted_positions(batch: &RecordBatch, order_by: &[SortColumn]) -> Result<Vec<
 /// Walks rows in order and keeps those inside `[offset, offset + limit)`, counting each row
 /// as many times as its multiplicity.
 fn select_window<'a>(
-    ordered: impl Iterator<Item = (&'a Row, Diff)>,
+    ordered: impl Iterator<Item = (RowRef<'a>, Diff)>,
     offset: usize,
     limit: Option<usize>,
     out: &mut Vec<(Row, Diff)>,
@@ -103,7 +105,7 @@ fn select_window<'a>(
         let from = position.max(start);
         let to = (position + count).min(end);
         if to > from {
-            out.push((row.clone(), (to - from) as Diff));
+            out.push((row.to_row(), (to - from) as Diff));
         }
         position += count;
     }
@@ -120,7 +122,9 @@ mod tests {
         let c = Row::from_bytes(b"c");
         let mut out = Vec::new();
         select_window(
-            [(&a, 2), (&b, 3), (&c, 1)].into_iter(),
+            [(&a, 2), (&b, 3), (&c, 1)]
+                .into_iter()
+                .map(|(row, count)| (RowRef::from(row), count)),
             1,
             Some(3),
             &mut out,

@@ -24,6 +24,7 @@ mod sorted;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use differential_dataflow::consolidation::consolidate;
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use plan::{SortColumn, WindowFunction, WindowReach};
 use repr::{Diff, GlobalId, Row, RowCodec};
@@ -32,6 +33,7 @@ use super::order_keys::OrderEncoder;
 use super::partitioned::apply_by_time;
 use super::{codec, monotonic_top_k, render_key_by, RenderError, RowCollection};
 use crate::errors::DataflowErrors;
+use crate::memory_meters::StateMeter;
 use sorted::{join_spans, merge_spans, Position, SortedRows, Span};
 
 /// Everything a window node needs to know about its input and output.
@@ -74,6 +76,8 @@ pub(crate) fn render<'s>(
         },
         partitions: ByPartition::default(),
         errors: errors.clone(),
+        bytes: 0,
+        meter: StateMeter::new(),
     };
     let mut pairs = render_key_by(rows, spec.input_schema, spec.partition_by, None)?;
     if let (Some(limit), true, true) = (spec.limit, reach.is_prefix_determined(), spec.append_only)
@@ -88,11 +92,17 @@ pub(crate) fn render<'s>(
 /// Something for each partition, by the partition's key.
 type ByPartition<T> = HashMap<Row, T, foldhash::fast::RandomState>;
 
+/// What one partition holds besides its key's and rows' bytes (its slot in the map).
+const PARTITION_BYTES: usize = std::mem::size_of::<(Row, Partition)>();
+
 /// The state of one window operator on one worker: the partitions it owns.
 struct Windows {
     window: Window,
     partitions: ByPartition<Partition>,
     errors: (GlobalId, DataflowErrors),
+    /// The bytes the partitions hold, as `meter` reports them.
+    bytes: usize,
+    meter: StateMeter,
 }
 
 /// One partition's rows.
@@ -125,15 +135,27 @@ impl Windows {
             if changes.is_empty() {
                 continue;
             }
-            let partition = self.partitions.entry(key.clone()).or_default();
-            if let Err(error) = self.window.apply(partition, &changes, &mut out) {
+            let partition_bytes = PARTITION_BYTES + key.as_bytes().len();
+            let mut partition = match self.partitions.entry(key) {
+                Entry::Occupied(partition) => partition,
+                Entry::Vacant(vacant) => {
+                    self.bytes += partition_bytes;
+                    vacant.insert_entry(Partition::default())
+                }
+            };
+            let rows_before = partition.get().rows.bytes();
+            let partition_rows = partition.get_mut();
+            if let Err(error) = self.window.apply(partition_rows, &changes, &mut out) {
                 let (dataflow, errors) = &self.errors;
-                errors.record(*dataflow, partition.rows.copies(), 1, &error);
+                errors.record(*dataflow, partition_rows.rows.copies(), 1, &error);
             }
-            if partition.rows.is_empty() {
-                self.partitions.remove(&key);
+            self.bytes = self.bytes + partition_rows.rows.bytes() - rows_before;
+            if partition_rows.rows.is_empty() {
+                partition.remove();
+                self.bytes -= partition_bytes;
             }
         }
+        self.meter.set(self.bytes);
         consolidate(&mut out);
         out
     }

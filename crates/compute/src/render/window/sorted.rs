@@ -114,10 +114,16 @@ impl Span {
     }
 }
 
+/// What one row's entry holds besides its bytes: its place in the map's node, its count and
+/// its position's header (an estimate: a B-tree node is shared by up to eleven entries).
+const ENTRY_BYTES: usize = std::mem::size_of::<(Position, Diff)>() + 8;
+
 /// One partition's rows with their multiplicities, in order.
 #[derive(Debug, Default)]
 pub(super) struct SortedRows {
     rows: BTreeMap<Position, Diff>,
+    /// The bytes the rows hold.
+    bytes: usize,
 }
 
 /// The direction of a walk.
@@ -145,17 +151,25 @@ impl SortedRows {
 
     /// Adds `diff` copies of the row at `position`.
     pub(super) fn update(&mut self, position: Position, diff: Diff) {
+        let entry_bytes = ENTRY_BYTES + position.bytes.len();
         match self.rows.get_mut(&position.bytes[..]) {
             Some(copies) => {
                 *copies += diff;
                 if *copies == 0 {
                     self.rows.remove(&position.bytes[..]);
+                    self.bytes -= entry_bytes;
                 }
             }
             None => {
                 self.rows.insert(position, diff);
+                self.bytes += entry_bytes;
             }
         }
+    }
+
+    /// The bytes the rows hold, an estimate of the map's own included.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// The rows, with their multiplicities, in `span` (in order).
