@@ -131,22 +131,23 @@ async fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let coord = opened.map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
     tracing::info!(listen = %args.listen, "accepting Postgres connections");
-    tracing::info!(listen = %args.http_listen, "accepting HTTP requests (webhooks)");
+    tracing::info!(listen = %args.http_listen, "accepting HTTP requests (webhooks, metrics)");
     let (stopping, stop) = tokio::sync::watch::channel(false);
+    let backends = server::BackendRegistry::new(args.max_connections as usize);
     let http = tokio::spawn(server::serve_http(
         http_listener,
         coord.clone(),
+        backends.clone(),
         async move {
             let mut stop = stop;
             let _ = stop.wait_for(|stopping| *stopping).await;
         },
     ));
-    let max_connections = args.max_connections as usize;
     let reloading = tokio::spawn(reload_on_hangup(security.clone()));
     let served = server::serve(
         listener,
         coord.clone(),
-        max_connections,
+        backends,
         security,
         shutdown_signal(),
     )

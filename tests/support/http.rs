@@ -1,4 +1,4 @@
-//! A minimal HTTP/1.1 client for webhook tests: one POST per connection.
+//! A minimal HTTP/1.1 client for webhook and metrics tests: one request per connection.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -6,6 +6,15 @@ use std::time::Duration;
 
 /// How long a request waits for its answer before the test fails.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `GET path` from `127.0.0.1:port`; the status and the body of the answer.
+pub fn get(port: u16, path: &str) -> (u16, String) {
+    request(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+        b"",
+    )
+}
 
 /// `POST path` with `body` and extra `headers` to `127.0.0.1:port`; the status and the body
 /// of the answer.
@@ -24,20 +33,25 @@ pub fn post_announcing(
     content_length: usize,
     body: &[u8],
 ) -> (u16, String) {
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {content_length}\r\nConnection: close\r\n"
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    request(port, &head, body)
+}
+
+/// Sends `head` then `body` to `127.0.0.1:port`; the status and the body of the answer. A
+/// server that answers before reading the whole body may close early: write errors are left
+/// to show in the answer.
+fn request(port: u16, head: &str, body: &[u8]) -> (u16, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the HTTP port");
     stream
         .set_read_timeout(Some(ANSWER_TIMEOUT))
         .expect("set a read timeout");
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {content_length}\r\nConnection: close\r\n"
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .expect("send the request");
+    stream.write_all(head.as_bytes()).expect("send the request");
     let _ = stream.write_all(body);
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);

@@ -23,7 +23,7 @@ const SHOWN_QUERY_BYTES: usize = 1024;
 
 /// The backends of the connected clients, by pid.
 #[derive(Debug)]
-pub(crate) struct BackendRegistry {
+pub struct BackendRegistry {
     max_connections: usize,
     /// Clients admitted, counted from their startup message (before they have a pid).
     admitted: AtomicUsize,
@@ -77,6 +77,7 @@ pub(crate) struct BackendStart {
 }
 
 impl BackendRegistry {
+    /// A registry that admits at most `max_connections` clients at once.
     pub fn new(max_connections: usize) -> Arc<Self> {
         Arc::new(Self {
             max_connections,
@@ -91,7 +92,7 @@ impl BackendRegistry {
     }
 
     /// A place for one more client, unless `max_connections` are connected.
-    pub fn admit(self: &Arc<Self>) -> Option<Admission> {
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Admission> {
         let admitted = self.admitted.fetch_add(1, Ordering::SeqCst);
         let admission = Admission {
             registry: self.clone(),
@@ -103,7 +104,7 @@ impl BackendRegistry {
     /// Registers the backend of an admitted client, unless its role already has
     /// `role_limit` backends (`CONNECTION LIMIT`): counted and registered under one lock, so
     /// two logins at once cannot both take the last place.
-    pub fn register(
+    pub(crate) fn register(
         &self,
         admission: Admission,
         start: BackendStart,

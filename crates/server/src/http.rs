@@ -1,4 +1,5 @@
-//! The HTTP listener: webhook sources (`POST /webhook/<schema>/<source>`).
+//! The HTTP listener: webhook sources (`POST /webhook/<schema>/<source>`) and Prometheus
+//! metrics (`GET /metrics`, see [`crate::metrics`]).
 //!
 //! A request's records are committed before the response is sent, so a `200` means they are
 //! durable; a client that gets no answer (or a `5xx`) may retry. Records that cannot become
@@ -19,7 +20,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use coord::{Coordinator, WebhookError};
 use http_body_util::LengthLimitError;
@@ -28,6 +29,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+
+use crate::backends::BackendRegistry;
 
 /// The largest request body a webhook accepts.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -46,11 +49,17 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 pub async fn serve_http(
     listener: TcpListener,
     coord: Arc<Coordinator>,
+    backends: Arc<BackendRegistry>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let app = Router::new()
         .route("/webhook/{schema}/{source}", post(webhook))
-        .with_state(coord);
+        .with_state(coord.clone())
+        .merge(
+            Router::new()
+                .route("/metrics", get(metrics))
+                .with_state((coord, backends)),
+        );
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT);
@@ -79,6 +88,28 @@ pub async fn serve_http(
         });
     }
     connections.shutdown().await;
+}
+
+/// `GET /metrics`: the metrics in the OpenMetrics text format Prometheus scrapes.
+async fn metrics(
+    State((coord, backends)): State<(Arc<Coordinator>, Arc<BackendRegistry>)>,
+) -> Response {
+    match crate::metrics::render(&coord, backends).await {
+        Ok(text) => (
+            StatusCode::OK,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the metrics failed");
+            let answer = format!("reading the metrics failed: {e}\n");
+            (StatusCode::INTERNAL_SERVER_ERROR, answer).into_response()
+        }
+    }
 }
 
 /// `POST /webhook/<schema>/<source>`: one JSON object, or newline-delimited objects.

@@ -9,7 +9,8 @@
 //! told so ([`refuse_while_starting`]). Arrow results become DataRows in text or binary format;
 //! coordinator errors become ErrorResponses with their SQLSTATE (chosen in [`sqlstate`]).
 //! A subscription's rows are streamed and flushed as its times close ([`subscribe`]).
-//! Beside it, an HTTP listener takes webhook requests ([`serve_http`]).
+//! Beside it, an HTTP listener takes webhook requests and serves Prometheus metrics
+//! ([`serve_http`]).
 //! This crate knows nothing of planning, dataflows or storage.
 
 // A connection's futures nest the coordinator's deeply; a cold build lays them out past the
@@ -27,6 +28,7 @@ pub mod fuzzing;
 mod held_replies;
 mod http;
 mod message_loop;
+mod metrics;
 mod params;
 mod responses;
 mod rows;
@@ -46,13 +48,13 @@ use std::sync::{Arc, RwLock};
 use coord::Coordinator;
 use tokio::net::TcpListener;
 
+pub use backends::BackendRegistry;
 pub use http::serve_http;
 pub use starting::refuse_while_starting;
 pub use tls::{Tls, TlsError};
 
 use access_rules::AccessRules;
 use authentication::PasswordMethods;
-use backends::BackendRegistry;
 use connection::Connection;
 use startup::Startup;
 
@@ -121,16 +123,15 @@ pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(address).await
 }
 
-/// Serves Postgres connections on `listener`, at most `max_connections` at once, admitted as
-/// `security` says, until `shutdown` completes.
+/// Serves Postgres connections on `listener`, as many at once as `backends` admits, admitted
+/// as `security` says, until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     coord: Arc<Coordinator>,
-    max_connections: usize,
+    backends: Arc<BackendRegistry>,
     security: Security,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
-    let backends = BackendRegistry::new(max_connections);
     let certificate_pem = security
         .tls
         .as_ref()
