@@ -1,7 +1,7 @@
 //! Prometheus metrics at `GET /metrics` on the HTTP port: read by a Prometheus text-format
 //! parser, they show a source's rows, a view's memory, budget and state, the arrangements'
-//! sizes, frontiers, the connected clients and the process's memory, as `fluxion_catalog`
-//! shows them.
+//! sizes, frontiers, the connected clients, how statements ended and the process's memory,
+//! as `fluxion_catalog` shows them.
 
 mod support;
 
@@ -59,6 +59,12 @@ async fn metrics_are_scraped_as_prometheus_reads_them() {
     )
     .await;
 
+    let error = client.batch_execute("SELECT 1/0").await.expect_err("fails");
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::DIVISION_BY_ZERO)
+    );
+
     let (status, body) = support::http::get(server.http_port(), "/metrics");
     assert_eq!(status, 200, "{body}");
     let scrape = Scrape::parse(body.lines().map(|line| Ok(line.to_string()))).expect("parsed");
@@ -99,5 +105,10 @@ async fn metrics_are_scraped_as_prometheus_reads_them() {
         "{body}"
     );
     assert!(value(&scrape, "fluxion_connections", &[]).is_some_and(|n| n >= 1.0));
+    let statements =
+        |outcome: &str| value(&scrape, "fluxion_statements_total", &[("outcome", outcome)]);
+    assert!(statements("succeeded").is_some_and(|n| n >= 4.0), "{body}");
+    assert!(statements("failed").is_some_and(|n| n >= 1.0), "{body}");
+    assert_eq!(statements("canceled"), Some(0.0));
     assert!(value(&scrape, "process_resident_memory_bytes", &[]).is_some_and(|b| b > 1e6));
 }

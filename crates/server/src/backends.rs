@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -14,6 +14,7 @@ use bytes::Bytes;
 use coord::{BackendActivity, Backends, IdleTimeout, TransactionStatus};
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::ConnectionHandle;
+use pgwire::error::PgWireError;
 use pgwire::messages::cancel::CancelRequest;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +26,47 @@ const SHOWN_QUERY_BYTES: usize = 1024;
 #[derive(Debug)]
 pub struct BackendRegistry {
     max_connections: usize,
+    /// How the statements of every client ended so far.
+    outcomes: [AtomicU64; 3],
     /// Clients admitted, counted from their startup message (before they have a pid).
     admitted: AtomicUsize,
     backends: RwLock<BTreeMap<i32, Arc<Backend>>>,
+}
+
+/// How a statement ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Succeeded = 0,
+    Failed = 1,
+    /// Cancelled by the client or by its `statement_timeout` (57014).
+    Canceled = 2,
+}
+
+impl Outcome {
+    /// The outcome of a statement that ended with `error`.
+    pub(crate) fn of_error(error: &PgWireError) -> Self {
+        match error {
+            PgWireError::QueryCanceled => Outcome::Canceled,
+            PgWireError::UserError(info) => Outcome::of_code(&info.code),
+            _ => Outcome::Failed,
+        }
+    }
+
+    /// The outcome of a statement that ended with SQLSTATE `code`.
+    pub(crate) fn of_code(code: &str) -> Self {
+        match code {
+            "57014" => Outcome::Canceled,
+            _ => Outcome::Failed,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Canceled => "canceled",
+        }
+    }
 }
 
 /// A client's place among the `max_connections`, held until its connection ends.
@@ -81,8 +120,24 @@ impl BackendRegistry {
     pub fn new(max_connections: usize) -> Arc<Self> {
         Arc::new(Self {
             max_connections,
+            outcomes: Default::default(),
             admitted: AtomicUsize::new(0),
             backends: RwLock::new(BTreeMap::new()),
+        })
+    }
+
+    /// Counts a statement that ended with `outcome`.
+    pub(crate) fn count_statement(&self, outcome: Outcome) {
+        self.outcomes[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many statements ended with each outcome, by the outcome's name.
+    pub(crate) fn statement_outcomes(&self) -> [(&'static str, u64); 3] {
+        [Outcome::Succeeded, Outcome::Failed, Outcome::Canceled].map(|outcome| {
+            (
+                outcome.name(),
+                self.outcomes[outcome as usize].load(Ordering::Relaxed),
+            )
         })
     }
 

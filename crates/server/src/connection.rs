@@ -33,7 +33,7 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
-use crate::backends::{BackendRegistry, Registration};
+use crate::backends::{BackendRegistry, Outcome, Registration};
 use crate::held_replies::HeldReplies;
 use crate::params::{is_binary, parameter_text};
 use crate::responses::{to_response, RowOutput};
@@ -287,6 +287,7 @@ impl Connection {
                         // The statement lets go of the session as it stops.
                         drop(running);
                         self.fail_transaction().await;
+                        self.backends.count_statement(Outcome::Canceled);
                         return Err(PgWireError::QueryCanceled);
                     }
                 },
@@ -343,26 +344,33 @@ impl Connection {
             let response = match self.run_statement(client, &mut session, statement).await? {
                 Step::Respond(response) => response,
                 Step::Subscribe(subscription, delivery) => {
+                    self.backends.count_statement(Outcome::Succeeded);
                     return Ok(Answered {
                         copy_started: false,
                         subscription: Some((subscription, delivery)),
-                    })
+                    });
                 }
                 Step::Failed(error) => {
+                    if let Response::Error(info) = &error {
+                        self.backends.count_statement(Outcome::of_code(&info.code));
+                    }
                     simple_query::send_response(client, error).await?;
                     break;
                 }
             };
             match simple_query::send_response(client, response).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    return Ok(Answered {
-                        copy_started: true,
-                        subscription: None,
-                    })
+                Ok(copy_started) => {
+                    self.backends.count_statement(Outcome::Succeeded);
+                    if copy_started {
+                        return Ok(Answered {
+                            copy_started,
+                            subscription: None,
+                        });
+                    }
                 }
                 // An error that ended the rows: the client has some of them already.
                 Err(PgWireError::UserError(error)) => {
+                    self.backends.count_statement(Outcome::of_code(&error.code));
                     session.fail_transaction();
                     simple_query::send_response(client, Response::Error(error)).await?;
                     break;
@@ -691,8 +699,12 @@ impl ExtendedQueryHandler for Connection {
             _ => self._on_execute(&mut HeldReplies(client), message).await,
         };
         // Also an error that ended the rows after the statement ran, or a cancel.
-        if executed.is_err() {
-            self.fail_transaction().await;
+        match &executed {
+            Ok(()) => self.backends.count_statement(Outcome::Succeeded),
+            Err(error) => {
+                self.backends.count_statement(Outcome::of_error(error));
+                self.fail_transaction().await;
+            }
         }
         let status = self.finish_statement(backend.as_deref()).await;
         executed?;

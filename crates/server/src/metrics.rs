@@ -1,8 +1,10 @@
 //! Prometheus metrics (`GET /metrics`, in the OpenMetrics text format Prometheus scrapes): what
 //! `fluxion_catalog` shows of sources, sinks, views, arrangements and frontiers, the clients
-//! connected, and the process's memory. The figures are read through the same relations a
-//! SQL client reads, by a session of the bootstrap superuser, so the two always agree.
+//! connected, how their statements ended, and the process's memory. The catalog's figures are
+//! read through the same relations a SQL client reads, by a session of the bootstrap
+//! superuser, so the two always agree; statements are counted by the server as they end.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch};
@@ -156,7 +158,7 @@ pub(crate) async fn render(
     coord: &Coordinator,
     backends: Arc<BackendRegistry>,
 ) -> Result<String, String> {
-    let mut session = coord.new_session(BOOTSTRAP_ROLE, 0, &[], backends);
+    let mut session = coord.new_session(BOOTSTRAP_ROLE, 0, &[], backends.clone());
     let mut registry = Registry::default();
     let mut failure = None;
     for metric in METRICS {
@@ -172,8 +174,18 @@ pub(crate) async fn render(
     if let Some(failure) = failure {
         return Err(failure);
     }
+    let statements = Family::<Vec<(String, String)>, Counter<f64, AtomicU64>>::default();
+    for (outcome, count) in backends.statement_outcomes() {
+        let labels = vec![("outcome".to_string(), outcome.to_string())];
+        statements.get_or_create(&labels).inc_by(count as f64);
+    }
+    registry.register(
+        "fluxion_statements",
+        "Statements clients ran, by how they ended (canceled: by the client or a timeout)",
+        statements,
+    );
     if let Some(bytes) = resident_memory_bytes() {
-        let resident = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        let resident = Gauge::<f64, AtomicU64>::default();
         resident.set(bytes);
         registry.register(
             "process_resident_memory_bytes",
@@ -225,29 +237,28 @@ async fn samples(
 /// Registers `metric` with `samples` in `registry`: a family of labelled samples, or one
 /// sample without labels.
 fn register(registry: &mut Registry, metric: &Metric, samples: Vec<(Vec<(String, String)>, f64)>) {
-    type Value = std::sync::atomic::AtomicU64;
     match (metric.kind, metric.labels.is_empty()) {
         (Kind::Counter, false) => {
-            let family = Family::<Vec<(String, String)>, Counter<f64, Value>>::default();
+            let family = Family::<Vec<(String, String)>, Counter<f64, AtomicU64>>::default();
             for (labels, value) in samples {
                 family.get_or_create(&labels).inc_by(value);
             }
             registry.register(metric.name, metric.help, family);
         }
         (Kind::Gauge, false) => {
-            let family = Family::<Vec<(String, String)>, Gauge<f64, Value>>::default();
+            let family = Family::<Vec<(String, String)>, Gauge<f64, AtomicU64>>::default();
             for (labels, value) in samples {
                 family.get_or_create(&labels).set(value);
             }
             registry.register(metric.name, metric.help, family);
         }
         (Kind::Counter, true) => {
-            let counter = Counter::<f64, Value>::default();
+            let counter = Counter::<f64, AtomicU64>::default();
             counter.inc_by(samples.iter().map(|(_, value)| value).sum());
             registry.register(metric.name, metric.help, counter);
         }
         (Kind::Gauge, true) => {
-            let gauge = Gauge::<f64, Value>::default();
+            let gauge = Gauge::<f64, AtomicU64>::default();
             gauge.set(samples.iter().map(|(_, value)| value).sum());
             registry.register(metric.name, metric.help, gauge);
         }
