@@ -359,15 +359,14 @@ impl Connection {
                 }
             };
             match simple_query::send_response(client, response).await {
-                Ok(copy_started) => {
-                    self.backends.count_statement(Outcome::Succeeded);
-                    if copy_started {
-                        return Ok(Answered {
-                            copy_started,
-                            subscription: None,
-                        });
-                    }
+                // A COPY FROM STDIN is counted when its data ends (see the COPY handlers).
+                Ok(true) => {
+                    return Ok(Answered {
+                        copy_started: true,
+                        subscription: None,
+                    })
                 }
+                Ok(false) => self.backends.count_statement(Outcome::Succeeded),
                 // An error that ended the rows: the client has some of them already.
                 Err(PgWireError::UserError(error)) => {
                     self.backends.count_statement(Outcome::of_code(&error.code));
@@ -700,6 +699,8 @@ impl ExtendedQueryHandler for Connection {
         };
         // Also an error that ended the rows after the statement ran, or a cancel.
         match &executed {
+            // A COPY FROM STDIN is counted when its data ends (see the COPY handlers).
+            Ok(()) if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) => {}
             Ok(()) => self.backends.count_statement(Outcome::Succeeded),
             Err(error) => {
                 self.backends.count_statement(Outcome::of_error(error));
@@ -884,6 +885,10 @@ impl CopyHandler for Connection {
         if result.is_err() {
             session.fail_transaction();
         }
+        self.backends.count_statement(match &result {
+            Ok(_) => Outcome::Succeeded,
+            Err(e) => Outcome::of_code(crate::sqlstate::sqlstate(e)),
+        });
         let rows = result.map_err(|e| to_pgwire(&e))?;
         let tag: CommandComplete = Tag::new("COPY").with_rows(rows as usize).into();
         client
@@ -904,6 +909,7 @@ impl CopyHandler for Connection {
             .clear();
         let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
         session.abandon_copy();
+        self.backends.count_statement(Outcome::Canceled);
         PgWireError::UserError(Box::new(ErrorInfo::new(
             "ERROR".into(),
             "57014".into(),
