@@ -16,6 +16,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
 
 use crate::rewrite::checks::mark_bag_set_operations;
+use crate::rewrite::cast_aggregates::distinguish_cast_aggregates;
 use crate::rewrite::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::rewrite::qualify::qualify_relations;
 use crate::rewrite::windows::rewrite_window_functions;
@@ -123,6 +124,7 @@ impl<'a> PlanContext<'a> {
             aggregates.contains_key(name) || windows.contains_key(name) || name == SINGLE_VALUE
         };
         rewrite_postgres_syntax(statement, target, &is_aggregate);
+        distinguish_cast_aggregates(statement, &is_aggregate);
         Ok(())
     }
 

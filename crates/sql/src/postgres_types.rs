@@ -7,8 +7,12 @@
 //!   2)` stays `bigint`, as in Postgres.
 //! - Casting `numeric` or a float to an integer rounds in Postgres; DataFusion truncates.
 //!   [`RoundingIntegerCasts`] rounds first.
+//! - An operator between `real` and an integer or `numeric` is computed in `double
+//!   precision` in Postgres (it has no `real` operator for them, and both cast to `double
+//!   precision` implicitly); DataFusion computes it in `real`, losing digits
+//!   (`-4588 + (-213220800)::real`). [`RealWithExactAsDouble`] casts both sides.
 //!
-//! Both run before type coercion.
+//! All three run before type coercion.
 
 use std::sync::Arc;
 
@@ -17,7 +21,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::AggregateFunction;
-use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
+use datafusion::logical_expr::{Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::expression_rewrites::{has_node, rewrite_expressions};
@@ -132,6 +136,48 @@ impl AnalyzerRule for RoundingIntegerCasts {
     }
 }
 
+/// Computes an arithmetic operator or a comparison between `real` and an integer or
+/// `numeric` in `double precision`.
+#[derive(Debug, Default)]
+pub struct RealWithExactAsDouble;
+
+impl AnalyzerRule for RealWithExactAsDouble {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        let candidate = |e: &Expr| matches!(e, Expr::BinaryExpr(b) if widens_real(b.op));
+        rewrite_expressions(plan, candidate, |e, schema| {
+            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else {
+                return Ok(Transformed::no(e));
+            };
+            let (left_type, right_type) = (left.get_type(schema)?, right.get_type(schema)?);
+            let mixes = |a: &DataType, b: &DataType| {
+                a == &DataType::Float32 && (b.is_integer() || matches!(b, DataType::Decimal128(..)))
+            };
+            if !widens_real(op) || !(mixes(&left_type, &right_type) || mixes(&right_type, &left_type)) {
+                return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })));
+            }
+            Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                left: Box::new(left.cast_to(&DataType::Float64, schema)?),
+                op,
+                right: Box::new(right.cast_to(&DataType::Float64, schema)?),
+            })))
+        })
+    }
+
+    fn name(&self) -> &str {
+        "real_with_exact_as_double"
+    }
+}
+
+/// The operators Postgres resolves to `double precision` ones when `real` meets an integer or
+/// `numeric`.
+fn widens_real(op: Operator) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        Plus | Minus | Multiply | Divide | Modulo | Eq | NotEq | Lt | LtEq | Gt | GtEq
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,10 +186,16 @@ mod tests {
     use datafusion::prelude::SessionContext;
 
     async fn sum_type(expression: &str) -> DataType {
+        result_type(&format!("sum({expression})")).await
+    }
+
+    async fn result_type(expression: &str) -> DataType {
         let context = SessionContext::new_with_state(crate::session::empty_state());
         let schema = Arc::new(Schema::new(vec![
             Field::new("i", DataType::Int32, true),
             Field::new("b", DataType::Int64, true),
+            Field::new("r", DataType::Float32, true),
+            Field::new("n", DataType::Decimal128(12, 2), true),
         ]));
         context
             .register_table(
@@ -152,7 +204,7 @@ mod tests {
             )
             .unwrap();
         let frame = context
-            .sql(&format!("SELECT sum({expression}) FROM t"))
+            .sql(&format!("SELECT {expression} FROM t"))
             .await
             .unwrap();
         let plan = frame.into_optimized_plan().unwrap();
@@ -169,5 +221,18 @@ mod tests {
         );
         assert_eq!(sum_type("i").await, DataType::Int64);
         assert_eq!(sum_type("i * 2").await, DataType::Int64);
+    }
+
+    #[tokio::test]
+    async fn real_meets_integers_and_numeric_in_double_precision() {
+        for expression in ["i + r", "r * b", "n - r", "r / 2", "i = r", "r < n"] {
+            let expected = match expression.contains(['=', '<']) {
+                true => DataType::Boolean,
+                false => DataType::Float64,
+            };
+            assert_eq!(result_type(expression).await, expected, "{expression}");
+        }
+        assert_eq!(result_type("r + r").await, DataType::Float32);
+        assert_eq!(result_type("r + 1.5::real").await, DataType::Float32);
     }
 }

@@ -61,6 +61,10 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     );
     analyzer_rules.insert(
         type_coercion,
+        Arc::new(crate::postgres_types::RealWithExactAsDouble),
+    );
+    analyzer_rules.insert(
+        type_coercion,
         Arc::new(crate::postgres_integers::IntegerLiterals),
     );
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
@@ -92,8 +96,15 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
         .clone()
         .with_aliases(["ceiling"]);
     let _ = state.register_udf(Arc::new(ceiling));
+    // PostgreSQL's `variance` is the sample variance.
+    let variance = datafusion::functions_aggregate::variance::var_samp_udaf()
+        .as_ref()
+        .clone()
+        .with_aliases(["variance"]);
+    let _ = state.register_udaf(Arc::new(variance));
     // JSON read from text: `->`, `->>` and the json_get functions (json is text here).
     let _ = datafusion_functions_json::register_all(&mut state);
+    let _ = state.register_udf(Arc::new(crate::rewrite::cast_aggregates::as_is_udf()));
     let _ = state.register_udf(Arc::new(crate::temporal_filters::mz_now()));
     let _ = state.register_udf(Arc::new(crate::temporal_filters::clock()));
     let _ = state.register_udf(Arc::new(crate::hop_windows::hop_starts()));
