@@ -1,13 +1,13 @@
 //! Prometheus metrics at `GET /metrics` on the HTTP port: read by a Prometheus text-format
 //! parser, they show a source's rows, a view's memory, budget and state, the arrangements'
-//! sizes, frontiers, the connected clients, how statements ended and the process's memory,
-//! as `fluxion_catalog` shows them.
+//! sizes, frontiers, the connected clients, how statements ended, group commit's group sizes
+//! and waits, and the process's memory, as `fluxion_catalog` shows them.
 
 mod support;
 
 use std::time::Duration;
 
-use prometheus_parse::{Scrape, Value};
+use prometheus_parse::{HistogramCount, Scrape, Value};
 use support::query::{row, wait_for};
 use support::TestServer;
 
@@ -26,6 +26,18 @@ fn value(scrape: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> 
             Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => Some(v),
             _ => None,
         })
+}
+
+/// The cumulative buckets of histogram `metric`.
+fn buckets<'a>(scrape: &'a Scrape, metric: &str) -> &'a [HistogramCount] {
+    scrape
+        .samples
+        .iter()
+        .find_map(|sample| match &sample.value {
+            Value::Histogram(buckets) if sample.metric == metric => Some(buckets.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,4 +123,23 @@ async fn metrics_are_scraped_as_prometheus_reads_them() {
     assert!(statements("failed").is_some_and(|n| n >= 1.0), "{body}");
     assert_eq!(statements("canceled"), Some(0.0));
     assert!(value(&scrape, "process_resident_memory_bytes", &[]).is_some_and(|b| b > 1e6));
+
+    // Every commit made durable is counted once in its group and once with its wait.
+    let groups = buckets(&scrape, "fluxion_commit_group_records");
+    let waits = buckets(&scrape, "fluxion_commit_durable_seconds");
+    let total = |buckets: &[HistogramCount]| buckets.last().map(|b| (b.less_than, b.count));
+    let groups_total = total(groups).expect("group sizes");
+    let waits_total = total(waits).expect("waits");
+    assert_eq!((groups_total.0, waits_total.0), (f64::INFINITY, f64::INFINITY));
+    assert!(groups_total.1 >= 1.0, "the INSERT was logged: {body}");
+    let commits = value(&scrape, "fluxion_commit_group_records_sum", &[]);
+    assert_eq!(commits, Some(waits_total.1), "{body}");
+    assert_eq!(
+        value(&scrape, "fluxion_commit_durable_seconds_count", &[]),
+        Some(waits_total.1)
+    );
+    assert!(
+        groups.windows(2).all(|pair| pair[0].count <= pair[1].count),
+        "cumulative: {groups:?}"
+    );
 }

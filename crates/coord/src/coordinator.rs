@@ -216,6 +216,12 @@ impl Coordinator {
         session
     }
 
+    /// What the write-ahead log has measured of group commit (group sizes, time to durable)
+    /// since the server started.
+    pub fn commit_stats(&self) -> storage::WalStats {
+        self.wal.stats()
+    }
+
     /// Stops the sources and the compute workers.
     pub fn shutdown(&self) {
         self.sources.stop_all();

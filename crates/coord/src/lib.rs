@@ -67,6 +67,7 @@ pub use response::ExecuteResponse;
 pub use roles::{LoginRole, BOOTSTRAP_ROLE};
 pub use session::{Notice, Session, TransactionStatus, DEFAULT_SETTINGS};
 pub use sources::{WebhookError, WebhookReceipt};
+pub use storage::{Histogram, WalStats};
 pub use system_catalog::{BackendActivity, Backends};
 pub use timeouts::IdleTimeout;
 

@@ -2,7 +2,8 @@
 //! `fluxion_catalog` shows of sources, sinks, views, arrangements and frontiers, the clients
 //! connected, how their statements ended, and the process's memory. The catalog's figures are
 //! read through the same relations a SQL client reads, by a session of the bootstrap
-//! superuser, so the two always agree; statements are counted by the server as they end.
+//! superuser, so the two always agree; statements are counted by the server as they end, and
+//! group commit's group sizes and waits by the write-ahead log's writer.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -13,9 +14,11 @@ use arrow::datatypes::{DataType, Float64Type};
 use coord::{Coordinator, ExecuteResponse, Session, BOOTSTRAP_ROLE};
 use futures::TryStreamExt;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::backends::BackendRegistry;
@@ -184,6 +187,17 @@ pub(crate) async fn render(
         "Statements clients ran, by how they ended (canceled: by the client or a timeout)",
         statements,
     );
+    let commits = coord.commit_stats();
+    registry.register(
+        "fluxion_commit_group_records",
+        "Commits each fsync of the write-ahead log made durable (group commit's group size)",
+        HistogramSnapshot(commits.group_records),
+    );
+    registry.register(
+        "fluxion_commit_durable_seconds",
+        "Seconds a commit waited from being queued for the write-ahead log until it was durable",
+        HistogramSnapshot(commits.durable_seconds),
+    );
     if let Some(bytes) = resident_memory_bytes() {
         let resident = Gauge::<f64, AtomicU64>::default();
         resident.set(bytes);
@@ -262,6 +276,28 @@ fn register(registry: &mut Registry, metric: &Metric, samples: Vec<(Vec<(String,
             gauge.set(samples.iter().map(|(_, value)| value).sum());
             registry.register(metric.name, metric.help, gauge);
         }
+    }
+}
+
+/// A histogram measured elsewhere, encoded as Prometheus reads histograms.
+#[derive(Debug)]
+struct HistogramSnapshot(coord::Histogram);
+
+impl EncodeMetric for HistogramSnapshot {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let histogram = &self.0;
+        let buckets: Vec<(f64, u64)> = histogram
+            .bounds
+            .iter()
+            .copied()
+            .chain([f64::MAX])
+            .zip(histogram.counts.iter().copied())
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(histogram.sum, histogram.count(), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
     }
 }
 

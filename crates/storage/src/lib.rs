@@ -25,4 +25,4 @@ mod wal;
 pub use catalog::{Catalog, CatalogItem, CatalogOp};
 pub use change_log::{ChangeLog, ChangeLogReader, LogAppend};
 pub use error::StorageError;
-pub use wal::{Wal, WalOptions, WalRecord};
+pub use wal::{Histogram, Wal, WalOptions, WalRecord, WalStats};

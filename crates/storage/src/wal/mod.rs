@@ -11,6 +11,7 @@ pub(crate) mod files;
 pub(crate) mod record_codec;
 mod recovery;
 pub(crate) mod segment;
+mod stats;
 #[cfg(test)]
 pub(crate) mod test_data;
 #[cfg(test)]
@@ -28,6 +29,8 @@ use repr::{ChangeBatch, GlobalId, Timestamp};
 use crate::StorageError;
 use segment::frame;
 use writer::Shared;
+
+pub use stats::{Histogram, WalStats};
 
 /// One atomic write: changes to any number of tables, all at one time.
 #[derive(Clone, Debug)]
@@ -142,6 +145,15 @@ impl Wal {
     /// The directory holding the log.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// What the writer has measured of group commit since the log was opened.
+    pub fn stats(&self) -> WalStats {
+        self.shared
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Appends `record`; the future resolves once it is fsynced.

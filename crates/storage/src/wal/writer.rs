@@ -17,11 +17,13 @@ use std::mem;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 use repr::Timestamp;
 use tokio::sync::oneshot;
 
 use super::segment::ActiveSegment;
+use super::stats::WalStats;
 use crate::StorageError;
 
 /// Where a record's durability is reported.
@@ -32,6 +34,7 @@ struct PendingAppend {
     frame: Vec<u8>,
     time: Timestamp,
     ack: Ack,
+    queued_at: Instant,
 }
 
 /// What appenders and the writer thread share.
@@ -154,6 +157,8 @@ pub(super) struct Shared {
     pub log: Mutex<LogState>,
     /// How many fsyncs of segments the writer has done.
     pub syncs: AtomicU64,
+    /// Group sizes and waits of the records made durable.
+    pub stats: Mutex<WalStats>,
 }
 
 impl Shared {
@@ -167,6 +172,7 @@ impl Shared {
             wakeup: Condvar::new(),
             log: Mutex::new(log),
             syncs: AtomicU64::new(0),
+            stats: Mutex::default(),
         }
     }
 
@@ -184,7 +190,12 @@ impl Shared {
             return Err(StorageError::TimeNotAfterCheckpoint { time, through });
         }
         let (ack, durable) = oneshot::channel();
-        queue.pending.push(PendingAppend { frame, time, ack });
+        queue.pending.push(PendingAppend {
+            frame,
+            time,
+            ack,
+            queued_at: Instant::now(),
+        });
         self.wakeup.notify_one();
         Ok(durable)
     }
@@ -256,6 +267,13 @@ impl Shared {
             match written {
                 Ok(()) => {
                     self.syncs.fetch_add(1, Ordering::Relaxed);
+                    let durable_at = Instant::now();
+                    self.stats
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .observe_group(group.iter().map(|append| {
+                            durable_at.duration_since(append.queued_at).as_secs_f64()
+                        }));
                     for append in group {
                         let _ = append.ack.send(Ok(()));
                     }
