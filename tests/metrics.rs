@@ -130,7 +130,10 @@ async fn metrics_are_scraped_as_prometheus_reads_them() {
     let total = |buckets: &[HistogramCount]| buckets.last().map(|b| (b.less_than, b.count));
     let groups_total = total(groups).expect("group sizes");
     let waits_total = total(waits).expect("waits");
-    assert_eq!((groups_total.0, waits_total.0), (f64::INFINITY, f64::INFINITY));
+    assert_eq!(
+        (groups_total.0, waits_total.0),
+        (f64::INFINITY, f64::INFINITY)
+    );
     assert!(groups_total.1 >= 1.0, "the INSERT was logged: {body}");
     let commits = value(&scrape, "fluxion_commit_group_records_sum", &[]);
     assert_eq!(commits, Some(waits_total.1), "{body}");

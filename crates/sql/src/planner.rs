@@ -15,8 +15,8 @@ use datafusion::logical_expr::{LogicalPlan, Statement as PlanStatement};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
 
-use crate::rewrite::checks::mark_bag_set_operations;
 use crate::rewrite::cast_aggregates::distinguish_cast_aggregates;
+use crate::rewrite::checks::mark_bag_set_operations;
 use crate::rewrite::postgres_syntax::{rewrite_postgres_syntax, Target};
 use crate::rewrite::qualify::qualify_relations;
 use crate::rewrite::windows::rewrite_window_functions;

@@ -152,8 +152,14 @@ impl AnalyzerRule for RealWithExactAsDouble {
             let mixes = |a: &DataType, b: &DataType| {
                 a == &DataType::Float32 && (b.is_integer() || matches!(b, DataType::Decimal128(..)))
             };
-            if !widens_real(op) || !(mixes(&left_type, &right_type) || mixes(&right_type, &left_type)) {
-                return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })));
+            if !widens_real(op)
+                || !(mixes(&left_type, &right_type) || mixes(&right_type, &left_type))
+            {
+                return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr {
+                    left,
+                    op,
+                    right,
+                })));
             }
             Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
                 left: Box::new(left.cast_to(&DataType::Float64, schema)?),

@@ -14,7 +14,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::sql::sqlparser::ast::{
     visit_expressions, visit_expressions_mut, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArguments, OrderByKind, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    FunctionArguments, OrderByKind, Query, SelectItem, SetExpr, Statement, Value, VisitMut,
+    VisitorMut,
 };
 
 use super::postgres_syntax::call;
@@ -100,7 +101,10 @@ impl Numbers {
     /// The number of `function` among the calls of its uncast form, if it needs one.
     fn number_of(&self, function: &Function) -> Option<usize> {
         let uncast = uncast(function);
-        let calls = self.by_uncast.get(&uncast).filter(|calls| calls.len() > 1)?;
+        let calls = self
+            .by_uncast
+            .get(&uncast)
+            .filter(|calls| calls.len() > 1)?;
         let written = function.to_string();
         calls
             .iter()
@@ -159,7 +163,11 @@ fn for_each_aggregate_site(query: &Query, visit: &mut impl FnMut(&Expr)) {
                 visit(expr);
             }
         }
-        select.having.iter().chain(&select.qualify).for_each(&mut *visit);
+        select
+            .having
+            .iter()
+            .chain(&select.qualify)
+            .for_each(&mut *visit);
     }
     if let Some(order_by) = &query.order_by {
         if let OrderByKind::Expressions(keys) = &order_by.kind {
