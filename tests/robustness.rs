@@ -262,26 +262,14 @@ async fn sigterm_shuts_down_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_identifiers_are_truncated_with_a_notice() {
     let server = TestServer::start();
-    let (client, mut connection) =
-        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect to fluxion");
-    let (notices_tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(message)) = futures::StreamExt::next(&mut messages).await {
-            if let tokio_postgres::AsyncMessage::Notice(notice) = message {
-                let _ = notices_tx.send((notice.code().clone(), notice.message().to_string()));
-            }
-        }
-    });
+    let (client, mut notices) = server.connect_with_notices().await;
     let long = "t".repeat(70);
     let cut = "t".repeat(63);
     client
         .batch_execute(&format!("CREATE TABLE {long} (id INT)"))
         .await
         .expect("create a table with a long name");
-    let (code, message) = notices.recv().await.expect("a notice");
+    let (code, message, _) = notices.recv().await.expect("a notice");
     assert_eq!(code, SqlState::NAME_TOO_LONG);
     assert_eq!(
         message,

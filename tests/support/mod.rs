@@ -241,6 +241,31 @@ impl TestServer {
         client
     }
 
+    /// Connects a tokio-postgres client whose notices arrive on the receiver, each with its
+    /// SQLSTATE, its message and when it arrived.
+    pub async fn connect_with_notices(
+        &self,
+    ) -> (
+        tokio_postgres::Client,
+        tokio::sync::mpsc::UnboundedReceiver<(tokio_postgres::error::SqlState, String, Instant)>,
+    ) {
+        let (client, mut connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect to fluxion");
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = futures::StreamExt::next(&mut messages).await {
+                if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                    let code = notice.code().clone();
+                    let _ = sender.send((code, notice.message().to_string(), Instant::now()));
+                }
+            }
+        });
+        (client, receiver)
+    }
+
     /// Connects a tokio-postgres client as role `user` (loopback connections are trusted).
     pub async fn connect_as(&self, user: &str) -> tokio_postgres::Client {
         let (client, connection) = tokio_postgres::connect(

@@ -15,6 +15,7 @@ use crate::catalog::{Catalog, CatalogProviderImpl};
 use crate::commit::CommitEffects;
 use crate::error::CoordError;
 use crate::generic_plans::GenericPlan;
+use crate::hydration::Hydrations;
 use crate::in_flight::InFlightCommits;
 use crate::query_memory::QueryMemoryLimit;
 use crate::response::ExecuteResponse;
@@ -88,6 +89,8 @@ pub struct Coordinator {
     pub(crate) sinks: Arc<pipelines::Sinks>,
     /// The memory budget of every materialized view.
     pub(crate) view_budgets: Arc<ViewBudgets>,
+    /// The dataflows being built, and how far each has got.
+    pub(crate) hydrations: Arc<Hydrations>,
     /// The roles.
     pub(crate) roles: Roles,
     /// Whether clients may connect with TLS.
@@ -118,6 +121,7 @@ impl Coordinator {
         let sinks = Arc::new(pipelines::Sinks::new(config.data_dir.join("sinks")));
         let roles = Roles::load(&durable)?;
         let view_budgets = Arc::new(ViewBudgets::new(config.max_view_memory));
+        let hydrations = Arc::new(Hydrations::default());
         let mut base_state = sql::session::new_state(Arc::new(CatalogProviderImpl::new(
             catalog.clone(),
             roles.clone(),
@@ -129,6 +133,7 @@ impl Coordinator {
                 subscriptions: subscriptions.clone(),
                 sinks: sinks.clone(),
                 view_budgets: view_budgets.clone(),
+                hydrations: hydrations.clone(),
             },
         )));
         base_state
@@ -159,6 +164,7 @@ impl Coordinator {
             subscriptions: subscriptions.clone(),
             sinks,
             view_budgets,
+            hydrations,
             roles,
             ssl: config.ssl,
             next_transient_id: AtomicU64::new(0),

@@ -370,6 +370,7 @@ impl Coordinator {
             &create_sql,
             planned.depends_on.clone(),
         )?;
+        let planned_name = planned.name.clone();
         let installed = match lowered {
             Some(plan) => {
                 let imports = plan.imports();
@@ -379,7 +380,15 @@ impl Coordinator {
                         self.view_budgets.set(id, create.options.memory_budget);
                         let watermarks = self.watermarks().into_iter().collect();
                         let start = self.oracle.read_time();
-                        self.hydrate_view(id, imports, &waits_for, start, &watermarks)
+                        let what = format!("materialized view \"{}\"", planned_name);
+                        self.hydrations
+                            .reporting(
+                                id,
+                                &what,
+                                self.compute.frontiers(),
+                                &session.live_notices(),
+                                self.hydrate_view(id, imports, &waits_for, start, &watermarks),
+                            )
                             .await
                     }
                     Err(e) => Err(e),
@@ -437,9 +446,17 @@ impl Coordinator {
             vec![planned.on],
         )?;
         let on = planned.on;
+        let what = format!("index \"{}\"", planned.name);
         let installed = match self.install_index(id, &create_sql, planned) {
             Ok(()) => {
-                self.hydrate_streams(id, vec![on], self.oracle.read_time())
+                self.hydrations
+                    .reporting(
+                        id,
+                        &what,
+                        self.compute.frontiers(),
+                        &session.live_notices(),
+                        self.hydrate_streams(id, vec![on], self.oracle.read_time()),
+                    )
                     .await
             }
             Err(e) => Err(e),
@@ -1047,6 +1064,7 @@ impl Coordinator {
     /// and its table's codecs.
     pub(crate) fn release(&self, item: &Item) {
         let id = item.id;
+        self.hydrations.forget(id);
         if item.kind == ItemKind::Source {
             self.stop_source(id);
             self.streams.remove(id);

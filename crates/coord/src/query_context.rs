@@ -70,6 +70,7 @@ impl Coordinator {
     ) -> QueryContext {
         let mut reader = self.snapshot_reader(hold.time(), overlay, reads);
         reader.visible_sources = self.source_visibility(session);
+        reader.notices = Some(session.live_notices());
         let (mut state, info) = self.session_state(session);
         let default_schema = {
             let catalog = read(&self.catalog);
@@ -107,6 +108,8 @@ impl Coordinator {
             overlay: overlay.tables.clone().into_iter().collect(),
             reads,
             visible_sources: None,
+            hydrations: self.hydrations.clone(),
+            notices: None,
         }
     }
 

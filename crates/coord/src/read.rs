@@ -26,11 +26,12 @@ use system_catalog::{LATE_EVENTS, SOURCE_ERRORS};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::hydration::Hydrations;
 use crate::privileges::SourceVisibility;
 use crate::query_memory;
 use crate::query_rows::{QueryRows, ResultUse};
 use crate::response::ExecuteResponse;
-use crate::session::{PendingWrites, Session, Transaction};
+use crate::session::{LiveNotices, PendingWrites, Session, Transaction};
 use crate::write_conflicts::ReadSet;
 
 /// Rows per batch handed to DataFusion.
@@ -48,6 +49,10 @@ pub(crate) struct ArrangementReader {
     pub reads: Option<Arc<ReadSet>>,
     /// The sources whose bad and late records the reader may see (`None`: all).
     pub visible_sources: Option<Arc<SourceVisibility>>,
+    /// The dataflows being built: a read of one waits for it, telling `notices` how far it
+    /// has got.
+    pub hydrations: Arc<Hydrations>,
+    pub notices: Option<Arc<LiveNotices>>,
 }
 
 #[async_trait]
@@ -88,16 +93,27 @@ impl SnapshotReader for ArrangementReader {
                 (relation.id, PeekFilter::All, overlay.cloned())
             }
         };
-        let mut rows = self
-            .compute
-            .peek(target, self.time, filter)
-            .await
-            .map_err(|e| match e {
-                ComputeError::Stopped(message) => {
-                    DataFusionError::External(Box::new(SqlError::ViewStopped(message)))
-                }
-                other => external(other),
-            })?;
+        let peek = self.compute.peek(target, self.time, filter);
+        let peeked = match &self.notices {
+            Some(notices)
+                if self
+                    .hydrations
+                    .is_building(target, self.compute.frontiers()) =>
+            {
+                let what = format!("\"{}\"", relation.name);
+                let frontiers = self.compute.frontiers();
+                self.hydrations
+                    .reporting(target, &what, frontiers, notices, peek)
+                    .await
+            }
+            _ => peek.await,
+        };
+        let mut rows = peeked.map_err(|e| match e {
+            ComputeError::Stopped(message) => {
+                DataFusionError::External(Box::new(SqlError::ViewStopped(message)))
+            }
+            other => external(other),
+        })?;
         if let Some(overlay) = overlay.filter(|rows| !rows.is_empty()) {
             rows.extend(overlay);
             rows = repr::consolidate(rows);

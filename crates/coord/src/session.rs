@@ -36,6 +36,45 @@ pub struct Notice {
     pub message: String,
 }
 
+/// Notices for the client while a statement still runs (how far a build it waits for has
+/// got): the server sends them as they come, and any it has not sent yet go with the
+/// statement's other notices.
+#[derive(Debug)]
+pub struct LiveNotices {
+    sender: tokio::sync::mpsc::UnboundedSender<Notice>,
+    receiver: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Notice>>,
+}
+
+impl Default for LiveNotices {
+    fn default() -> Self {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        LiveNotices {
+            sender,
+            receiver: tokio::sync::Mutex::new(receiver),
+        }
+    }
+}
+
+impl LiveNotices {
+    pub(crate) fn send(&self, notice: Notice) {
+        // The receiver lives as long as the sender: both are ours.
+        let _ = self.sender.send(notice);
+    }
+
+    /// The next notice, once there is one.
+    pub async fn next(&self) -> Option<Notice> {
+        self.receiver.lock().await.recv().await
+    }
+
+    /// The notices waiting now.
+    fn waiting(&self) -> Vec<Notice> {
+        let Ok(mut receiver) = self.receiver.try_lock() else {
+            return Vec::new();
+        };
+        std::iter::from_fn(|| receiver.try_recv().ok()).collect()
+    }
+}
+
 /// Writes a transaction has made and not yet committed, per table.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PendingWrites {
@@ -88,6 +127,7 @@ pub struct Session {
     pub(crate) transaction: Transaction,
     pub(crate) variables: BTreeMap<String, String>,
     pub(crate) notices: Vec<Notice>,
+    live_notices: Arc<LiveNotices>,
     pub(crate) pending_copy: Option<CopyPlan>,
     /// Open cursors by name.
     pub(crate) cursors: BTreeMap<String, Cursor>,
@@ -202,6 +242,7 @@ impl Session {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             notices: Vec::new(),
+            live_notices: Arc::default(),
             pending_copy: None,
             cursors: BTreeMap::new(),
             reported_changes: Vec::new(),
@@ -255,9 +296,16 @@ impl Session {
         }
     }
 
-    /// Notices produced since the last call.
+    /// Notices produced since the last call (live ones not sent yet first).
     pub fn take_notices(&mut self) -> Vec<Notice> {
-        std::mem::take(&mut self.notices)
+        let mut notices = self.live_notices.waiting();
+        notices.append(&mut self.notices);
+        notices
+    }
+
+    /// Where notices for the client arrive while a statement runs.
+    pub fn live_notices(&self) -> Arc<LiveNotices> {
+        self.live_notices.clone()
     }
 
     /// The value of a setting (names are case-insensitive).

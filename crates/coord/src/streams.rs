@@ -1,12 +1,15 @@
 //! Hydration: a dataflow that reads streams (append-only sources, whose logs `pipelines`
-//! keeps, see [`pipelines::Streams`]) is fed their history once, when it is built.
+//! keeps, see [`pipelines::Streams`]) is fed their history once, when it is built. How far
+//! each build has got is kept in [`crate::hydration`].
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use repr::{Diff, GlobalId, Row, Timestamp};
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
+use crate::hydration::{describe, PROGRESS_INTERVAL};
 
 /// Rows of history sent to compute at a time while a dataflow is hydrated.
 const HYDRATION_CHUNK_ROWS: usize = 64 * 1024;
@@ -24,6 +27,7 @@ impl Coordinator {
         start: Timestamp,
     ) -> Result<(), CoordError> {
         let time = self.oracle.read_time();
+        self.begin_hydration(dataflow, &imports);
         if !self
             .feed_streams(dataflow, imports, start, time)
             .await?
@@ -31,7 +35,26 @@ impl Coordinator {
         {
             self.compute.advance_inputs(time + 1);
         }
+        self.hydrations.fed_all(dataflow, time);
         Ok(())
+    }
+
+    /// Starts tracking the build of `dataflow`, which reads `imports`: the rows of the
+    /// arranged ones are its at once, the streams' history is still to feed.
+    fn begin_hydration(&self, dataflow: GlobalId, imports: &[GlobalId]) {
+        let sizes = self.compute.arrangement_sizes().all();
+        let mut arranged_rows = 0;
+        let mut stream_bytes = 0;
+        for import in imports {
+            match self.streams.get(*import) {
+                Some(log) => stream_bytes += log.len_bytes(),
+                None => {
+                    let records = sizes.get(import).map_or(0, |size| size.records);
+                    arranged_rows += u64::try_from(records).unwrap_or(0);
+                }
+            }
+        }
+        self.hydrations.begin(dataflow, arranged_rows, stream_bytes);
     }
 
     /// Feeds a new materialized view's dataflow `dataflow`, whose plan reads `imports`. A
@@ -53,6 +76,7 @@ impl Coordinator {
             return self.hydrate_streams(dataflow, imports, start).await;
         }
         let time = self.oracle.read_time();
+        self.begin_hydration(dataflow, &imports);
         let mut histories = self.feed_streams(dataflow, imports, 0, time).await?;
         for &source in waits_for {
             let steps = histories.remove(&source).unwrap_or_else(|| {
@@ -64,6 +88,7 @@ impl Coordinator {
             self.compute.hydrate_watermarks(dataflow, source, steps);
         }
         self.compute.advance_inputs(time + 1);
+        self.hydrations.fed_all(dataflow, time);
         Ok(())
     }
 
@@ -80,6 +105,8 @@ impl Coordinator {
         imports.sort();
         imports.dedup();
         let mut histories = HashMap::new();
+        let mut bytes_before = 0;
+        let mut logged_at = Instant::now();
         for stream in imports {
             let Some(log) = self.streams.get(stream) else {
                 continue;
@@ -94,7 +121,7 @@ impl Coordinator {
             let mut rows = 0usize;
             let mut chunk: Vec<(Row, Timestamp, Diff)> = Vec::new();
             let mut reader = log.read_through(time)?;
-            for batch in reader.by_ref() {
+            while let Some(batch) = reader.next() {
                 let batch = batch?;
                 let encoded = codecs
                     .rows
@@ -110,16 +137,33 @@ impl Coordinator {
                 if chunk.len() >= HYDRATION_CHUNK_ROWS {
                     rows += chunk.len();
                     let part = std::mem::take(&mut chunk);
+                    let fed = part.len() as u64;
                     self.compute.hydrate_stream(dataflow, stream, part).await?;
+                    self.hydrations
+                        .fed(dataflow, fed, bytes_before + reader.offset());
+                    if logged_at.elapsed() >= PROGRESS_INTERVAL {
+                        logged_at = Instant::now();
+                        self.log_hydration(dataflow);
+                    }
                 }
             }
             rows += chunk.len();
+            let fed = chunk.len() as u64;
             if !chunk.is_empty() {
                 self.compute.hydrate_stream(dataflow, stream, chunk).await?;
             }
+            bytes_before += reader.offset();
+            self.hydrations.fed(dataflow, fed, bytes_before);
             tracing::info!(%dataflow, %stream, rows, "dataflow fed the stream's history");
             histories.insert(stream, reader.watermark_steps().to_vec());
         }
         Ok(histories)
+    }
+
+    fn log_hydration(&self, dataflow: GlobalId) {
+        let status = self.hydrations.status(self.compute.frontiers());
+        if let Some(status) = status.iter().find(|status| status.id == dataflow) {
+            tracing::info!(%dataflow, progress = %describe(status), "building a dataflow");
+        }
     }
 }

@@ -8,11 +8,12 @@ use compute::ComputeController;
 use pipelines::{DurableSubscriptions, Sinks, SourceRegistry};
 use repr::{GlobalId, ItemKind};
 use system_catalog::{
-    ArrangementFrontier, ArrangementRecords, SinkStatus, SourceStatus, SubscriptionStatus,
-    SystemStatus, ViewErrors, ViewStatus,
+    ArrangementFrontier, ArrangementRecords, HydrationStatus, SinkStatus, SourceStatus,
+    SubscriptionStatus, SystemStatus, ViewErrors, ViewStatus,
 };
 
 use crate::catalog::Catalog;
+use crate::hydration::Hydrations;
 use crate::table_watermarks::TableWatermarks;
 use crate::view_memory::ViewBudgets;
 
@@ -26,6 +27,7 @@ pub(crate) struct RunningSystem {
     pub subscriptions: Arc<DurableSubscriptions>,
     pub sinks: Arc<Sinks>,
     pub view_budgets: Arc<ViewBudgets>,
+    pub hydrations: Arc<Hydrations>,
 }
 
 impl SystemStatus for RunningSystem {
@@ -82,6 +84,10 @@ impl SystemStatus for RunningSystem {
                 bytes: size.bytes,
             })
             .collect()
+    }
+
+    fn hydrations(&self) -> Vec<HydrationStatus> {
+        self.hydrations.status(self.compute.frontiers())
     }
 
     fn views(&self) -> Vec<ViewStatus> {

@@ -2,11 +2,13 @@
 //! that run statements through the coordinator.
 
 use std::fmt::Debug;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use coord::{
-    Coordinator, ExecuteResponse, GenericPlan, Session, Statement, StatementDesc, Subscription,
+    Coordinator, ExecuteResponse, GenericPlan, LiveNotices, Notice, Session, Statement,
+    StatementDesc, Subscription,
 };
 use futures::future::{select, Either};
 use futures::{Sink, SinkExt};
@@ -137,14 +139,34 @@ where
             .await?;
     }
     for notice in session.take_notices() {
-        let info = ErrorInfo::new(notice.severity.into(), notice.code.into(), notice.message);
-        client
-            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
-                info,
-            )))
-            .await?;
+        client.feed(notice_message(notice)).await?;
     }
     Ok(())
+}
+
+fn notice_message(notice: Notice) -> PgWireBackendMessage {
+    let info = ErrorInfo::new(notice.severity.into(), notice.code.into(), notice.message);
+    PgWireBackendMessage::NoticeResponse(NoticeResponse::from(info))
+}
+
+/// Runs `work` (a statement of the session `notices` belongs to), sending the client each
+/// notice the statement has for it while it runs, at once.
+async fn with_live_notices<C, T>(
+    client: &mut C,
+    notices: &LiveNotices,
+    work: impl Future<Output = T>,
+) -> PgWireResult<T>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            output = &mut work => return Ok(output),
+            Some(notice) = notices.next() => client.send(notice_message(notice)).await?,
+        }
+    }
 }
 
 /// How the statements of one Query message ended, besides the responses sent.
@@ -395,7 +417,9 @@ impl Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let effect = statement.transaction_effect();
-        let result = self.coord.execute(session, statement).await;
+        let notices = session.live_notices();
+        let result =
+            with_live_notices(client, &notices, self.coord.execute(session, statement)).await?;
         send_session_messages(client, session).await?;
         let response = match result {
             Ok(response) => response,
@@ -692,10 +716,13 @@ impl ExtendedQueryHandler for Connection {
                 ) =>
             {
                 let max_rows = message.max_rows as usize;
-                self.execute_query(&mut HeldReplies(client), &portal, max_rows)
+                self.execute_query(&mut HeldReplies::new(client), &portal, max_rows)
                     .await
             }
-            _ => self._on_execute(&mut HeldReplies(client), message).await,
+            _ => {
+                self._on_execute(&mut HeldReplies::new(client), message)
+                    .await
+            }
         };
         // Also an error that ended the rows after the statement ran, or a cancel.
         match &executed {
@@ -724,7 +751,7 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let client = &mut HeldReplies(client);
+        let client = &mut HeldReplies::new(client);
         // A cursor DECLAREd with SQL is a portal too: clients Describe it by name.
         if message.target_type == TARGET_TYPE_BYTE_PORTAL {
             let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
@@ -842,10 +869,11 @@ impl ExtendedQueryHandler for Connection {
         }
         let effect = prepared.statement.transaction_effect();
         let mut session = lock_session(&self.coord, &self.backends, &self.session, client).await;
-        let result = self
-            .coord
-            .execute_prepared(&mut session, &prepared.statement, &prepared.plan, &values)
-            .await;
+        let notices = session.live_notices();
+        let execution =
+            self.coord
+                .execute_prepared(&mut session, &prepared.statement, &prepared.plan, &values);
+        let result = with_live_notices(client, &notices, execution).await?;
         send_session_messages(client, &mut session).await?;
         let zone = display_zone(&session);
         let response = result.map_err(|e| to_pgwire(&e))?;

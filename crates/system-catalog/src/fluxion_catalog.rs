@@ -35,6 +35,7 @@ pub(crate) fn relations() -> Vec<(&'static str, SchemaRef)> {
         ("arrangement_sizes", arrangement_sizes_schema()),
         (LATE_EVENTS_NAME, late_events_desc().schema),
         ("views", views_schema()),
+        ("hydration", hydration_schema()),
     ]
 }
 
@@ -154,6 +155,22 @@ fn views_schema() -> SchemaRef {
         Field::new("memory_bytes", DataType::Int64, true),
         Field::new("memory_budget", DataType::Int64, true),
         Field::new("stopped_reason", DataType::Utf8, true),
+    ]))
+}
+
+/// `hydration`: one row per materialized view or index being built.
+fn hydration_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("schema_name", DataType::Utf8, false),
+        Field::new("object_name", DataType::Utf8, false),
+        Field::new("object_type", DataType::Utf8, false),
+        Field::new("phase", DataType::Utf8, false),
+        Field::new("rows_done", DataType::Int64, false),
+        Field::new("rows_total", DataType::Int64, true),
+        Field::new("progress", DataType::Float64, true),
+        Field::new("rows_per_second", DataType::Float64, false),
+        Field::new("elapsed_ms", DataType::Int64, false),
+        Field::new("remaining_ms", DataType::Int64, true),
     ]))
 }
 
@@ -482,6 +499,58 @@ impl FluxionCatalog {
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
 
+    /// `hydration`: the materialized views and indexes being built (created, or rebuilt by a
+    /// restart), with how far each has got.
+    fn hydration(&self) -> DfResult<Arc<dyn TableProvider>> {
+        let schema = hydration_schema();
+        let catalog = self.catalog.catalog();
+        let builds: Vec<_> = self
+            .status
+            .hydrations()
+            .into_iter()
+            .filter_map(|build| {
+                let item = catalog.items.get(&build.id)?;
+                Some((item, build))
+            })
+            .collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(
+                    builds.iter().map(|(item, _)| &item.schema),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    builds.iter().map(|(item, _)| &item.name),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    builds.iter().map(|(item, _)| item.kind.name()),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    builds.iter().map(|(_, build)| build.phase),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    builds.iter().map(|(_, build)| build.rows_done),
+                )),
+                Arc::new(Int64Array::from_iter(
+                    builds.iter().map(|(_, build)| build.rows_total),
+                )),
+                Arc::new(Float64Array::from_iter(
+                    builds.iter().map(|(_, build)| build.progress),
+                )),
+                Arc::new(Float64Array::from_iter_values(
+                    builds.iter().map(|(_, build)| build.rows_per_second),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    builds.iter().map(|(_, build)| build.elapsed_ms),
+                )),
+                Arc::new(Int64Array::from_iter(
+                    builds.iter().map(|(_, build)| build.remaining_ms),
+                )),
+            ],
+        )?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+
     /// `view_errors (view_name, rows_left_out, failures, last_error)`: rows left out of
     /// materialized views because an expression failed on them (division by zero, a bad cast).
     fn view_errors(&self) -> DfResult<Arc<dyn TableProvider>> {
@@ -566,6 +635,7 @@ impl SchemaProvider for FluxionCatalog {
             "frontiers" => self.frontiers().map(Some),
             "arrangement_sizes" => self.arrangement_sizes().map(Some),
             "views" => self.views().map(Some),
+            "hydration" => self.hydration().map(Some),
             SOURCE_ERRORS_NAME => Ok(Some(Arc::new(source_errors_relation(relation_oid(
                 SOURCE_ERRORS_NAME,
             ))))),

@@ -22,6 +22,8 @@ pub trait SystemStatus: Send + Sync + Debug {
     fn arrangement_sizes(&self) -> Vec<ArrangementRecords>;
     /// Every materialized view's state and memory, in id order.
     fn views(&self) -> Vec<ViewStatus>;
+    /// The dataflows being built, in id order.
+    fn hydrations(&self) -> Vec<HydrationStatus>;
 }
 
 /// What `fluxion_catalog.sources` and `source_stats` show of one source.
@@ -134,6 +136,28 @@ pub struct ArrangementRecords {
     pub batches: i64,
     /// Bytes the dataflow's state holds (spines, batchers, operators' own state).
     pub bytes: i64,
+}
+
+/// What `fluxion_catalog.hydration` shows of one dataflow being built.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HydrationStatus {
+    /// The materialized view or index.
+    pub id: GlobalId,
+    /// `feeding` while its input's history is sent to it, then `computing` until it has
+    /// caught up.
+    pub phase: &'static str,
+    /// Rows of input fed so far.
+    pub rows_done: i64,
+    /// Rows of input in all, once known (when every stream it reads has been read).
+    pub rows_total: Option<i64>,
+    /// How much of its input has been fed, from 0 to 1 (`None` while computing).
+    pub progress: Option<f64>,
+    /// Rows fed per second since the build started.
+    pub rows_per_second: f64,
+    /// Milliseconds since the build started.
+    pub elapsed_ms: i64,
+    /// Estimated milliseconds until it is fed (`None` while computing).
+    pub remaining_ms: Option<i64>,
 }
 
 /// What `fluxion_catalog.views` shows of one materialized view.

@@ -1,0 +1,134 @@
+//! Progress of a dataflow being built: while a materialized view over a large source is fed
+//! the source's history, `fluxion_catalog.hydration` shows how far it has got, and the
+//! client that created it hears of it in NOTICEs before its CREATE ends; once it is built,
+//! it is no longer listed.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::query::wait_for;
+use support::TestServer;
+use tokio_postgres::error::SqlState;
+
+const ROWS: i64 = 5_000_000;
+
+/// One sample of the view's row in `hydration`.
+#[derive(Debug)]
+struct Sample {
+    phase: String,
+    rows_done: i64,
+    rows_total: Option<i64>,
+    progress: Option<f64>,
+    remaining_ms: Option<i64>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn building_a_view_shows_how_far_it_has_got() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SOURCE big (id BIGINT NOT NULL, k BIGINT NOT NULL) \
+             WITH (connector = 'datagen', datagen.rows.per.second = '0', \
+               fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '{ROWS}', \
+               fields.k.min = '1', fields.k.max = '1000')"
+        ))
+        .await
+        .expect("create the source");
+    wait_for(
+        &client,
+        "SELECT rows FROM fluxion_catalog.source_stats WHERE source_name = 'big'",
+        &ROWS.to_string(),
+        Duration::from_secs(180),
+    )
+    .await;
+
+    let watcher = server.connect().await;
+    let watching = Arc::new(AtomicBool::new(true));
+    let sampler = tokio::spawn({
+        let watching = watching.clone();
+        async move {
+            let mut samples = Vec::new();
+            while watching.load(Ordering::Relaxed) {
+                let rows = watcher
+                    .query(
+                        "SELECT phase, rows_done, rows_total, progress, remaining_ms \
+                         FROM fluxion_catalog.hydration WHERE object_name = 'per_k'",
+                        &[],
+                    )
+                    .await
+                    .expect("read hydration");
+                samples.extend(rows.iter().map(|row| Sample {
+                    phase: row.get(0),
+                    rows_done: row.get(1),
+                    rows_total: row.get(2),
+                    progress: row.get(3),
+                    remaining_ms: row.get(4),
+                }));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            samples
+        }
+    });
+
+    let (creator, mut notices) = server.connect_with_notices().await;
+    creator
+        .batch_execute(
+            "CREATE MATERIALIZED VIEW per_k AS SELECT k, count(*) AS n FROM big GROUP BY k",
+        )
+        .await
+        .expect("create the view");
+    let created = Instant::now();
+    let (code, message, arrived) = notices.try_recv().expect("a progress notice");
+    assert_eq!(code, SqlState::SUCCESSFUL_COMPLETION, "{message}");
+    assert!(
+        message.starts_with("materialized view \"per_k\" is being built: ")
+            && message.contains(" rows fed"),
+        "{message}"
+    );
+    assert!(arrived < created, "the notice came while CREATE ran");
+
+    let total: i64 = creator
+        .query_one("SELECT sum(n)::bigint FROM per_k", &[])
+        .await
+        .expect("read the view")
+        .get(0);
+    assert_eq!(total, ROWS);
+    wait_for(
+        &client,
+        "SELECT count(*) FROM fluxion_catalog.hydration",
+        "0",
+        Duration::from_secs(10),
+    )
+    .await;
+    watching.store(false, Ordering::Relaxed);
+    let samples = sampler.await.expect("sampler");
+
+    let feeding: Vec<&Sample> = samples.iter().filter(|s| s.phase == "feeding").collect();
+    assert!(
+        feeding
+            .iter()
+            .any(|s| s.rows_done > 0 && s.rows_done < ROWS && s.remaining_ms.is_some()),
+        "the view was seen part fed: {samples:?}"
+    );
+    assert!(
+        feeding
+            .iter()
+            .all(|s| s.progress.is_some_and(|p| (0.0..=1.0).contains(&p)) && s.rows_total.is_none()),
+        "{samples:?}"
+    );
+    assert!(
+        samples.windows(2).all(|w| w[0].rows_done <= w[1].rows_done),
+        "rows fed only grow: {samples:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .filter(|s| s.phase == "computing")
+            .all(|s| s.rows_done == ROWS && s.rows_total == Some(ROWS)),
+        "{samples:?}"
+    );
+}
