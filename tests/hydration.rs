@@ -1,7 +1,7 @@
 //! Progress of a dataflow being built: while a materialized view over a large source is fed
-//! the source's history, `fluxion_catalog.hydration` shows how far it has got, and the
-//! client that created it hears of it in NOTICEs before its CREATE ends; once it is built,
-//! it is no longer listed.
+//! the source's history, `fluxion_catalog.hydration` shows how far it has got, the client
+//! that created it hears of it in NOTICEs before its CREATE ends, and writes to other tables
+//! go on; once it is built, it is no longer listed.
 
 mod support;
 
@@ -25,6 +25,25 @@ struct Sample {
     remaining_ms: Option<i64>,
 }
 
+/// The view's row in `hydration`, if it has one.
+async fn sample(client: &tokio_postgres::Client) -> Option<Sample> {
+    let rows = client
+        .query(
+            "SELECT phase, rows_done, rows_total, progress, remaining_ms \
+             FROM fluxion_catalog.hydration WHERE object_name = 'per_k'",
+            &[],
+        )
+        .await
+        .expect("read hydration");
+    rows.first().map(|row| Sample {
+        phase: row.get(0),
+        rows_done: row.get(1),
+        rows_total: row.get(2),
+        progress: row.get(3),
+        remaining_ms: row.get(4),
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn building_a_view_shows_how_far_it_has_got() {
     let server = TestServer::start();
@@ -46,31 +65,36 @@ async fn building_a_view_shows_how_far_it_has_got() {
     )
     .await;
 
+    client
+        .batch_execute("CREATE TABLE other (n INT)")
+        .await
+        .expect("create another table");
     let watcher = server.connect().await;
     let watching = Arc::new(AtomicBool::new(true));
+    // Samples the view's progress, and writes to the other table between two samples.
     let sampler = tokio::spawn({
         let watching = watching.clone();
         async move {
             let mut samples = Vec::new();
-            while watching.load(Ordering::Relaxed) {
-                let rows = watcher
-                    .query(
-                        "SELECT phase, rows_done, rows_total, progress, remaining_ms \
-                         FROM fluxion_catalog.hydration WHERE object_name = 'per_k'",
-                        &[],
-                    )
+            let mut writes_while_fed = 0;
+            for n in 0.. {
+                if !watching.load(Ordering::Relaxed) {
+                    break;
+                }
+                let before = sample(&watcher).await;
+                watcher
+                    .execute("INSERT INTO other VALUES ($1)", &[&n])
                     .await
-                    .expect("read hydration");
-                samples.extend(rows.iter().map(|row| Sample {
-                    phase: row.get(0),
-                    rows_done: row.get(1),
-                    rows_total: row.get(2),
-                    progress: row.get(3),
-                    remaining_ms: row.get(4),
-                }));
+                    .expect("write to another table");
+                let after = sample(&watcher).await;
+                let feeding = |s: &Option<Sample>| s.as_ref().is_some_and(|s| s.phase == "feeding");
+                if feeding(&before) && feeding(&after) {
+                    writes_while_fed += 1;
+                }
+                samples.extend(before.into_iter().chain(after));
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            samples
+            (samples, writes_while_fed)
         }
     });
 
@@ -105,7 +129,11 @@ async fn building_a_view_shows_how_far_it_has_got() {
     )
     .await;
     watching.store(false, Ordering::Relaxed);
-    let samples = sampler.await.expect("sampler");
+    let (samples, writes_while_fed) = sampler.await.expect("sampler");
+    assert!(
+        writes_while_fed > 0,
+        "a write to another table committed while the view was fed: {samples:?}"
+    );
 
     let feeding: Vec<&Sample> = samples.iter().filter(|s| s.phase == "feeding").collect();
     assert!(

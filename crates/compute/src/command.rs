@@ -93,6 +93,13 @@ pub(crate) enum Command {
         rows: Arc<Vec<(Row, Timestamp, Diff)>>,
         done: UnboundedSender<()>,
     },
+    /// Dataflow `dataflow` has been fed all its streams' history: its inputs of them close
+    /// times before `upper` (or before the other readers', if later), and follow the others
+    /// from now on.
+    FinishHydration {
+        dataflow: GlobalId,
+        upper: Timestamp,
+    },
     /// Source `source`'s watermark is `watermark` (microseconds) from `time` on; sent before
     /// the inputs pass `time`.
     AdvanceWatermark {

@@ -271,6 +271,12 @@ impl ComputeController {
         Ok(())
     }
 
+    /// Ends the hydration of `dataflow`: it has been fed every stream's history before
+    /// `upper`, and its inputs of them go on from there (see `stream`).
+    pub fn finish_hydration(&self, dataflow: GlobalId, upper: Timestamp) {
+        self.broadcast(|| Command::FinishHydration { dataflow, upper });
+    }
+
     /// Tells the dataflows waiting for source `source`'s watermark that it is `watermark`
     /// (microseconds) from `time` on. Sent before the inputs pass `time`.
     pub fn advance_watermark(&self, source: GlobalId, time: Timestamp, watermark: i64) {

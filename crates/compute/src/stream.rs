@@ -7,6 +7,11 @@
 //! from the stream's durable log), no earlier than the dataflow's start; from then on every
 //! append goes to every reader at the append's time. What stays in memory is what the dataflows
 //! themselves keep (a count keeps one number), not the stream.
+//!
+//! While a reader is fed its history, commits go on (the coordinator does not hold them up
+//! for a build): their appends reach it at their times, but their advances of the inputs do
+//! not, so the history, at earlier times, can still go in. Once it is fed, the reader catches
+//! up with the others.
 
 use differential_dataflow::input::InputSession;
 use repr::{Diff, GlobalId, Row, Timestamp};
@@ -17,12 +22,16 @@ pub(crate) struct StreamReader {
     pub dataflow: GlobalId,
     /// The input, inside that dataflow.
     pub input: InputSession<Timestamp, Row, Diff>,
+    /// Whether it is still fed its history (its input stays where it is until then).
+    pub hydrating: bool,
 }
 
 /// The inputs of every dataflow reading one stream, on one worker.
 #[derive(Default)]
 pub(crate) struct StreamInputs {
     readers: Vec<StreamReader>,
+    /// Every input not hydrating is closed for times before this.
+    upper: Timestamp,
 }
 
 impl StreamInputs {
@@ -60,15 +69,30 @@ impl StreamInputs {
         }
     }
 
-    /// Closes every reader's input for times before `upper`.
+    /// Closes every reader's input for times before `upper`, but those still hydrating.
     pub fn advance_to(&mut self, upper: Timestamp) {
-        for reader in &mut self.readers {
-            if *reader.input.time() < upper {
-                reader.input.advance_to(upper);
-            }
-            reader.input.flush();
+        self.upper = self.upper.max(upper);
+        for reader in self.readers.iter_mut().filter(|r| !r.hydrating) {
+            advance(&mut reader.input, upper);
         }
     }
+
+    /// Ends the hydration of `dataflow`'s readers: their inputs close times before `upper`
+    /// or before the other readers', whichever is later.
+    pub fn finish_hydration(&mut self, dataflow: GlobalId, upper: Timestamp) {
+        let upper = self.upper.max(upper);
+        for reader in self.readers.iter_mut().filter(|r| r.dataflow == dataflow) {
+            reader.hydrating = false;
+            advance(&mut reader.input, upper);
+        }
+    }
+}
+
+fn advance(input: &mut InputSession<Timestamp, Row, Diff>, upper: Timestamp) {
+    if *input.time() < upper {
+        input.advance_to(upper);
+    }
+    input.flush();
 }
 
 /// Inserts the rows at positions `index` modulo `workers` into `input`, at `time` or, if the

@@ -145,6 +145,11 @@ impl<'w> ComputeWorker<'w> {
                 }
                 let _ = done.send(());
             }
+            Command::FinishHydration { dataflow, upper } => {
+                for stream in self.streams.values_mut() {
+                    stream.finish_hydration(dataflow, upper);
+                }
+            }
             Command::AdvanceWatermark {
                 source,
                 time,
@@ -326,7 +331,11 @@ impl<'w> ComputeWorker<'w> {
     ) {
         for (stream, input) in readers {
             if let Some(stream) = self.streams.get_mut(&stream) {
-                stream.add_reader(StreamReader { dataflow, input });
+                stream.add_reader(StreamReader {
+                    dataflow,
+                    input,
+                    hydrating: true,
+                });
             }
         }
     }

@@ -346,7 +346,8 @@ impl Coordinator {
             "CREATE VIEW"
         };
         let planned = self.plan_view(&create).await?;
-        let _sequencer = self.lock_sequencer().await?;
+        // Let go while a materialized view is fed its history: commits go on meanwhile.
+        let mut sequencer = Some(self.lock_sequencer().await?);
         if self.exists(
             session,
             &planned.schema,
@@ -387,7 +388,14 @@ impl Coordinator {
                                 &what,
                                 self.compute.frontiers(),
                                 &session.live_notices(),
-                                self.hydrate_view(id, imports, &waits_for, start, &watermarks),
+                                self.hydrate_view(
+                                    id,
+                                    imports,
+                                    &waits_for,
+                                    start,
+                                    &watermarks,
+                                    sequencer.take(),
+                                ),
                             )
                             .await
                     }
@@ -397,6 +405,10 @@ impl Coordinator {
             None => self.install_view(id, &create_sql, planned),
         };
         if let Err(e) = installed {
+            let _sequencer = match sequencer {
+                Some(held) => held,
+                None => self.lock_sequencer_to_finish().await,
+            };
             self.uninstall(id);
             self.durable.apply(&[CatalogOp::Delete(id)])?;
             return Err(e);
@@ -455,7 +467,7 @@ impl Coordinator {
                         &what,
                         self.compute.frontiers(),
                         &session.live_notices(),
-                        self.hydrate_streams(id, vec![on], self.oracle.read_time()),
+                        self.hydrate_streams(id, vec![on], self.oracle.read_time(), None),
                     )
                     .await
             }

@@ -135,7 +135,7 @@ impl Coordinator {
         let imports = plan.imports();
         let updates = self.compute.subscribe(dataflow, plan, as_of)?;
         let guard = DataflowGuard::new(self.compute.clone(), dataflow);
-        self.hydrate_streams(dataflow, imports, as_of).await?;
+        self.hydrate_streams(dataflow, imports, as_of, None).await?;
         Ok(registry.start_logger(opened, retention, as_of, updates, guard))
     }
 

@@ -141,7 +141,7 @@ impl Coordinator {
                     let planned = self.plan_index(&create)?;
                     let on = planned.on;
                     self.install_index(item.id, &item.create_sql, planned)?;
-                    self.hydrate_streams(item.id, vec![on], floor).await?;
+                    self.hydrate_streams(item.id, vec![on], floor, None).await?;
                     dataflows.push(item.id);
                 }
                 (kind, _) => {
@@ -230,7 +230,7 @@ impl Coordinator {
         let waits_for = plan.watermark_sources();
         self.install_materialized_view(item.id, &item.create_sql, planned, plan)?;
         self.view_budgets.set(item.id, create.options.memory_budget);
-        self.hydrate_view(item.id, imports, &waits_for, floor, watermarks)
+        self.hydrate_view(item.id, imports, &waits_for, floor, watermarks, None)
             .await?;
         Ok(true)
     }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use repr::{Diff, GlobalId, Row, Timestamp};
+use tokio::sync::MutexGuard;
 
 use crate::coordinator::Coordinator;
 use crate::error::CoordError;
@@ -18,23 +19,26 @@ impl Coordinator {
     /// Feeds dataflow `dataflow`, just built, the history of every stream among `imports` (the
     /// collections its plan reads) through the last committed time, each row at its commit
     /// time but no earlier than `start` (the dataflow's start: a view starts at the read
-    /// time, a subscription may start earlier), then lets its inputs advance past the read
-    /// time. The caller holds the sequencer, so no commit interleaves.
+    /// time, a subscription may start earlier), then lets its inputs of the streams advance
+    /// past the read time.
+    ///
+    /// The caller holds the sequencer while it builds the dataflow, so that no commit falls
+    /// between the build and the read time; if it hands it over as `sequencer`, it is let go
+    /// once the read time is taken, and commits go on while the history is fed (they reach
+    /// the dataflow at their later times, see `compute::stream`).
     pub(crate) async fn hydrate_streams(
         &self,
         dataflow: GlobalId,
         imports: Vec<GlobalId>,
         start: Timestamp,
+        sequencer: Option<MutexGuard<'_, ()>>,
     ) -> Result<(), CoordError> {
         let time = self.oracle.read_time();
+        drop(sequencer);
         self.begin_hydration(dataflow, &imports);
-        if !self
-            .feed_streams(dataflow, imports, start, time)
-            .await?
-            .is_empty()
-        {
-            self.compute.advance_inputs(time + 1);
-        }
+        let fed = self.feed_streams(dataflow, imports, start, time).await;
+        self.compute.finish_hydration(dataflow, time + 1);
+        fed?;
         self.hydrations.fed_all(dataflow, time);
         Ok(())
     }
@@ -63,7 +67,8 @@ impl Coordinator {
     /// with each source's watermark history, so that its windows close as they did when the
     /// rows arrived (a row that came after its window closed stays out of it). A source that
     /// is not a stream has no history of its watermark: its latest (in `watermarks`) holds
-    /// from `start` on. Any other view is fed as [`Self::hydrate_streams`] does.
+    /// from `start` on. Any other view is fed as [`Self::hydrate_streams`] does, which also
+    /// says what becomes of `sequencer`.
     pub(crate) async fn hydrate_view(
         &self,
         dataflow: GlobalId,
@@ -71,13 +76,24 @@ impl Coordinator {
         waits_for: &[GlobalId],
         start: Timestamp,
         watermarks: &HashMap<GlobalId, i64>,
+        sequencer: Option<MutexGuard<'_, ()>>,
     ) -> Result<(), CoordError> {
         if waits_for.is_empty() {
-            return self.hydrate_streams(dataflow, imports, start).await;
+            return self
+                .hydrate_streams(dataflow, imports, start, sequencer)
+                .await;
         }
         let time = self.oracle.read_time();
+        drop(sequencer);
         self.begin_hydration(dataflow, &imports);
-        let mut histories = self.feed_streams(dataflow, imports, 0, time).await?;
+        let fed = self.feed_streams(dataflow, imports, 0, time).await;
+        let mut histories = match fed {
+            Ok(histories) => histories,
+            Err(e) => {
+                self.compute.finish_hydration(dataflow, time + 1);
+                return Err(e);
+            }
+        };
         for &source in waits_for {
             let steps = histories.remove(&source).unwrap_or_else(|| {
                 watermarks
@@ -87,7 +103,7 @@ impl Coordinator {
             });
             self.compute.hydrate_watermarks(dataflow, source, steps);
         }
-        self.compute.advance_inputs(time + 1);
+        self.compute.finish_hydration(dataflow, time + 1);
         self.hydrations.fed_all(dataflow, time);
         Ok(())
     }

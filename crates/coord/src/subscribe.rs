@@ -45,7 +45,7 @@ impl Coordinator {
         let imports = plan.imports();
         let updates = self.compute.subscribe(id, plan, as_of)?;
         let guard = DataflowGuard::new(self.compute.clone(), id);
-        self.hydrate_streams(id, imports, as_of).await?;
+        self.hydrate_streams(id, imports, as_of, None).await?;
         drop(sequencer);
         let shape = OutputShape {
             schema: output_schema(&query_schema, subscribe.progress),
