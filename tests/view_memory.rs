@@ -35,7 +35,8 @@ async fn a_view_over_its_budget_is_stopped_and_the_rest_goes_on() {
             "CREATE TABLE t (a INT, b TEXT);
              INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
              CREATE TABLE other (a INT);
-             CREATE MATERIALIZED VIEW counts AS SELECT a % 10 AS k, count(*) AS n FROM t GROUP BY 1;
+             CREATE MATERIALIZED VIEW counts WITH (memory_budget = '16MB') AS
+                 SELECT a % 10 AS k, count(*) AS n FROM t GROUP BY 1;
              CREATE MATERIALIZED VIEW copied WITH (memory_budget = '1MB') AS SELECT a, b FROM t;
              CREATE VIEW over_copied AS SELECT count(*) FROM copied;",
         )
@@ -79,7 +80,7 @@ async fn a_view_over_its_budget_is_stopped_and_the_rest_goes_on() {
         [
             Some("running".into()),
             Some("t".into()),
-            Some((64 << 20).to_string())
+            Some((16 << 20).to_string())
         ]
     );
     for read in ["SELECT * FROM copied", "SELECT * FROM over_copied"] {
@@ -198,12 +199,12 @@ async fn a_view_over_its_budget_is_stopped_and_the_rest_goes_on() {
     );
 }
 
-/// What a top-k, session windows and window functions keep counts toward a view's memory:
-/// over the same 20,000 rows of over 100 bytes, views whose results are one row but whose
-/// operators keep every row show over a megabyte once they are built, a count over the rows
-/// a kilobyte; with a budget of 1 MB each of the three is stopped.
+/// What a top-k, session windows, window functions, DISTINCT aggregates and windows waiting
+/// to close keep counts toward a view's memory: over the same 20,000 rows of over 100 bytes,
+/// views whose operators keep every row (or value) show over a megabyte once they are built,
+/// a count over the rows a kilobyte; with a budget of 1 MB each of them is stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_top_k_sessions_and_window_functions_keep_is_counted() {
+async fn what_stateful_operators_keep_is_counted() {
     let server = TestServer::start();
     let client = server.connect().await;
     let views = [
@@ -218,12 +219,25 @@ async fn what_top_k_sessions_and_window_functions_keep_is_counted() {
             "SELECT window_start, count(*) AS n FROM SESSION(t, at, INTERVAL '1' HOUR) \
              GROUP BY window_start",
         ),
+        (
+            "distinct_values",
+            "SELECT count(DISTINCT b || a::text) AS n FROM t",
+        ),
+        (
+            "waiting_windows",
+            "SELECT window_start, count(*) AS n, max(b) AS m \
+             FROM TUMBLE(w, at, INTERVAL '1' MINUTE) GROUP BY window_start \
+             EMIT ON WINDOW CLOSE",
+        ),
     ];
     client
         .batch_execute(
             "CREATE TABLE t (a INT, b TEXT, at TIMESTAMP);
              INSERT INTO t SELECT g, repeat('x', 100), TIMESTAMP '2026-01-01' + (g || ' minutes')::INTERVAL
                  FROM generate_series(1, 20000) g;
+             CREATE TABLE w (a INT, b TEXT, at TIMESTAMP,
+                 WATERMARK FOR at AS at - INTERVAL '1000' DAY);
+             INSERT INTO w SELECT * FROM t;
              CREATE MATERIALIZED VIEW counted AS SELECT count(*) AS n FROM t;",
         )
         .await

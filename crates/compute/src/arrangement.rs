@@ -25,7 +25,7 @@ use crate::row_container::{RowContainer, RowRef};
 
 /// How batches keyed by rows are laid out: keys flat, values in `VC`, times and diffs (of
 /// type `R`) in vectors.
-type FlatLayout<VC, R> = (RowContainer, VC, Vec<Timestamp>, Vec<R>, OffsetList);
+pub(crate) type FlatLayout<VC, R> = (RowContainer, VC, Vec<Timestamp>, Vec<R>, OffsetList);
 
 /// The updates a batch keyed by rows is built from: `((key, value), time, diff)`.
 pub(crate) type Updates<V, R> = Vec<((Row, V), Timestamp, R)>;
@@ -57,9 +57,6 @@ pub(crate) type RowBatcher = MergeBatcher<
 /// The trace type of every exported arrangement, and of the row-keyed ones inside dataflows
 /// (join inputs, reductions): keys and values both flat.
 pub(crate) type RowSpine = FlatSpine<RowContainer, Diff>;
-
-/// A batch of a [`RowSpine`].
-pub(crate) type RowBatch = OrdValBatch<FlatLayout<RowContainer, Diff>>;
 
 /// Turns a reduction's new `(value, time, diff)` results for `key` into the updates its
 /// output arrangement seals.

@@ -13,11 +13,14 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use differential_dataflow::trace::implementations::OffsetList;
+use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::trace::implementations::ord_neu::OrdValBatch;
+use differential_dataflow::trace::implementations::{Layout, OffsetList};
 use differential_dataflow::trace::TraceReader;
 use timely::progress::frontier::AntichainRef;
 
-use crate::arrangement::{RowBatch, RowTrace};
+use crate::arrangement::{FlatLayout, FlatSpine};
+use crate::row_container::RowContainer;
 
 thread_local! {
     /// The meters of the dataflow this thread is building.
@@ -43,10 +46,57 @@ fn add(meter: Meter) {
     BUILDING.with(|building| building.borrow_mut().push(meter));
 }
 
+/// A container of a flat batch's values, whose buffers a meter reads.
+pub(crate) trait ValueBytes {
+    /// The bytes its buffers have allocated.
+    fn heap_bytes(&self) -> usize;
+}
+
+impl ValueBytes for RowContainer {
+    fn heap_bytes(&self) -> usize {
+        RowContainer::heap_bytes(self)
+    }
+}
+
+/// No values (a set of keys): nothing is allocated for them.
+impl ValueBytes for Vec<()> {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// The layout of a flat batch, spelled out so that its buffers can be read.
+pub(crate) trait FlatBatchLayout<VC, R>:
+    Layout<
+    KeyContainer = RowContainer,
+    ValContainer = VC,
+    TimeContainer = Vec<repr::Timestamp>,
+    DiffContainer = Vec<R>,
+    OffsetContainer = OffsetList,
+>
+{
+}
+
+impl<VC, R, L> FlatBatchLayout<VC, R> for L where
+    L: Layout<
+        KeyContainer = RowContainer,
+        ValContainer = VC,
+        TimeContainer = Vec<repr::Timestamp>,
+        DiffContainer = Vec<R>,
+        OffsetContainer = OffsetList,
+    >
+{
+}
+
 /// Meters the spine behind `trace`: the bytes of every batch it holds, merges in progress
 /// included. The meter's handle holds back no compaction, and it reads nothing once it is the
 /// spine's last reader (the operators that kept the spine have shut down).
-pub(crate) fn meter_spine(trace: &RowTrace) {
+pub(crate) fn meter_spine<VC, R>(trace: &TraceAgent<FlatSpine<VC, R>>)
+where
+    FlatLayout<VC, R>: FlatBatchLayout<VC, R> + 'static,
+    VC: ValueBytes,
+    R: Ord + Clone + 'static,
+{
     let mut handle = trace.clone();
     handle.set_logical_compaction(AntichainRef::new(&[]));
     handle.set_physical_compaction(AntichainRef::new(&[]));
@@ -61,14 +111,18 @@ pub(crate) fn meter_spine(trace: &RowTrace) {
 }
 
 /// The bytes of one batch's buffers (allocated, not only used).
-fn batch_bytes(batch: &RowBatch) -> usize {
+fn batch_bytes<VC, R>(batch: &OrdValBatch<FlatLayout<VC, R>>) -> usize
+where
+    FlatLayout<VC, R>: FlatBatchLayout<VC, R>,
+    VC: ValueBytes,
+{
     let storage = &batch.storage;
     storage.keys.heap_bytes()
         + offset_bytes(&storage.vals.offs)
         + storage.vals.vals.heap_bytes()
         + offset_bytes(&storage.upds.offs)
         + storage.upds.times.capacity() * std::mem::size_of::<repr::Timestamp>()
-        + storage.upds.diffs.capacity() * std::mem::size_of::<repr::Diff>()
+        + storage.upds.diffs.capacity() * std::mem::size_of::<R>()
 }
 
 /// The bytes of an offset list's buffers.

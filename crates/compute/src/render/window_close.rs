@@ -18,7 +18,7 @@
 //! the watermark passes it even if no row arrives. Updates are exchanged by row, so each
 //! worker owns its rows. State: the open rows (the windows not closed yet), indexed by their
 //! closing values so that a moving watermark visits only the rows it closes, and the updates of
-//! times not complete yet.
+//! times not complete yet; their bytes count in the dataflow's memory (see `memory_meters`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,6 +35,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 
 use super::{codec, RenderError, RowCollection, Update};
+use crate::memory_meters::StateMeter;
 use crate::watermarks::SharedWatermarkLog;
 
 /// The rows not closed yet: each one's multiplicity so far, and, for each closing column, the
@@ -46,6 +47,18 @@ struct OpenRows {
     by_value: Vec<BTreeMap<i64, Vec<Row>>>,
     /// The rows whose multiplicity went back to zero during the time being finished.
     zeroed: Vec<Row>,
+    /// About how many bytes the rows and their indexes hold.
+    bytes: usize,
+}
+
+/// About the bytes one copy of `row` holds in a collection: its own and its handle's.
+fn held(row: &Row) -> usize {
+    row.as_bytes().len() + std::mem::size_of::<Row>()
+}
+
+/// About the bytes one update of `row` holds: the row's and its count's.
+fn held_update(row: &Row) -> usize {
+    held(row) + std::mem::size_of::<Diff>()
 }
 
 impl OpenRows {
@@ -54,6 +67,7 @@ impl OpenRows {
             diffs: HashMap::default(),
             by_value: vec![BTreeMap::new(); columns],
             zeroed: Vec::new(),
+            bytes: 0,
         }
     }
 
@@ -76,6 +90,7 @@ impl OpenRows {
         for row in std::mem::take(&mut self.zeroed) {
             if self.diffs.get(&row) == Some(&0) {
                 self.diffs.remove(&row);
+                self.bytes = self.bytes.saturating_sub(held_update(&row));
             }
         }
     }
@@ -85,9 +100,11 @@ impl OpenRows {
         for (index, value) in self.by_value.iter_mut().zip(values) {
             if let Some(value) = value {
                 index.entry(*value).or_default().push(row.clone());
+                self.bytes += held(row);
             }
         }
         self.diffs.insert(row.clone(), diff);
+        self.bytes += held_update(row);
     }
 
     /// Takes out the rows that `bounds` close and `previous` did not, each with its
@@ -103,9 +120,14 @@ impl OpenRows {
             }
             let open = index.split_off(&bound);
             for row in std::mem::replace(index, open).into_values().flatten() {
+                self.bytes = self.bytes.saturating_sub(held(&row));
                 match self.diffs.remove(&row) {
-                    Some(0) | None => {}
-                    Some(diff) => closed.push((row, diff)),
+                    None => {}
+                    Some(0) => self.bytes = self.bytes.saturating_sub(held_update(&row)),
+                    Some(diff) => {
+                        self.bytes = self.bytes.saturating_sub(held_update(&row));
+                        closed.push((row, diff));
+                    }
                 }
             }
         }
@@ -226,17 +248,20 @@ pub(crate) fn render<'s>(
                 CloseMode::Forget => "ForgetClosed",
             },
             move |capability, _| {
-                let mut held = Some(capability);
+                let mut held_back = Some(capability);
                 let mut open = OpenRows::new(closing.columns.len());
                 let mut pending: BTreeMap<Timestamp, Vec<(Row, Diff)>> = BTreeMap::new();
+                let mut pending_bytes = 0;
+                let meter = StateMeter::new();
                 let mut bounds: Vec<Option<i64>> = vec![None; closing.columns.len()];
                 move |(input, frontier), output| {
                     input.for_each(|_, data| {
                         for (row, time, diff) in data.drain(..) {
+                            pending_bytes += held_update(&row);
                             pending.entry(time).or_default().push((row, diff));
                         }
                     });
-                    let Some(capability) = held.as_mut() else {
+                    let Some(capability) = held_back.as_mut() else {
                         return;
                     };
                     let upper = frontier.frontier().first().copied();
@@ -250,6 +275,8 @@ pub(crate) fn render<'s>(
                     );
                     for time in times {
                         let updates = pending.remove(&time).unwrap_or_default();
+                        let taken: usize = updates.iter().map(|(row, _)| held_update(row)).sum();
+                        pending_bytes -= taken;
                         let at = capability.delayed(&time);
                         let mut session = output.session(&at);
                         // The closing values of the rows not open before this time,
@@ -304,8 +331,9 @@ pub(crate) fn render<'s>(
                             capability.downgrade(&upper);
                             closing.forget_before(upper);
                         }
-                        None => held = None,
+                        None => held_back = None,
                     }
+                    meter.set(open.bytes + pending_bytes);
                 }
             },
         )

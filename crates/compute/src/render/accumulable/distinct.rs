@@ -166,6 +166,7 @@ pub(super) fn value_accumulations<'s>(
         "Arrange: DistinctValues",
         PresenceBatcher::new,
     );
+    crate::memory_meters::meter_spine(&arranged.trace);
     threshold_presences(
         arranged,
         |presence| group_key(presence.as_ref()),
