@@ -1,7 +1,7 @@
 //! Postgres CDC through the real server, against a real PostgreSQL 15 with
 //! `wal_level=logical`: tables fed from upstream tables, upstream transactions that never
-//! show half-applied in a view (also across a SIGKILL of Fluxion), exact types, and the
-//! replication slot dropped on request.
+//! show half-applied in a view (also across a SIGKILL of Fluxion), exact types, the initial
+//! snapshot's progress, and the replication slot dropped on request.
 
 mod support;
 
@@ -355,4 +355,71 @@ async fn each_upstream_table_has_its_watermark_and_the_source_the_least_of_their
         .await
         .expect("an upstream row");
     wait_for(&client, source_watermark, "2026-01-01 00:00:40", timeout).await;
+}
+
+/// While the source reads its initial snapshot, `fluxion_catalog.hydration` shows it with the
+/// rows read so far against the upstream's own count; once read, it is no longer listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initial_snapshot_shows_how_far_it_has_got() {
+    const ROWS: i64 = 300_000;
+    let pg = TestPostgres::start();
+    let writer = pg.connect().await;
+    writer
+        .batch_execute(&format!(
+            "CREATE TABLE big (id int PRIMARY KEY, note text);
+             INSERT INTO big SELECT g, repeat('n', 20) FROM generate_series(1, {ROWS}) g;"
+        ))
+        .await
+        .expect("upstream table");
+    writer
+        .batch_execute("VACUUM ANALYZE big")
+        .await
+        .expect("upstream statistics");
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "{};
+             CREATE TABLE big (id int PRIMARY KEY, note text) FROM pg TABLE 'public.big';",
+            create_source(&pg)
+        ))
+        .await
+        .expect("source and table");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while row(&client, "SELECT count(*) FROM big").await != [Some(ROWS.to_string())] {
+        assert!(
+            Instant::now() < deadline,
+            "the snapshot was not read: {seen:?}"
+        );
+        let sample = rows(
+            &client,
+            "SELECT object_type || ' ' || phase || ' ' || rows_done || ' ' || \
+               coalesce(rows_total::text, '?') || ' ' || (progress BETWEEN 0 AND 1)::text \
+             FROM fluxion_catalog.hydration WHERE object_name = 'pg'",
+        )
+        .await;
+        seen.extend(sample);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let part_read = |sample: &String| {
+        let fields: Vec<&str> = sample.split(' ').collect();
+        let done: i64 = fields[2].parse().expect("rows done");
+        fields[..2] == ["source", "snapshot"]
+            && done > 0
+            && done < ROWS
+            && fields[3] == ROWS.to_string()
+            && fields[4] == "true"
+    };
+    assert!(
+        seen.iter().any(part_read),
+        "the snapshot was seen part read: {seen:?}"
+    );
+    wait_for(
+        &client,
+        "SELECT count(*) FROM fluxion_catalog.hydration WHERE object_name = 'pg'",
+        "0",
+        Duration::from_secs(30),
+    )
+    .await;
 }

@@ -40,6 +40,6 @@ pub use options::SourceOptions;
 pub use sink::{check_sink_options, open_sink, KeyedChange, SinkConnection, SinkSpec};
 pub use source::{
     open_source, source_schema, BadRecord, Change, DurablePosition, OpenedSource, OutputChange,
-    SourceBatch, SourceContext, SourceOutput, SourceReader,
+    SnapshotProgress, SourceBatch, SourceContext, SourceOutput, SourceReader,
 };
 pub use webhook::Webhook;

@@ -36,6 +36,20 @@ pub struct SourceBatch {
     /// order, for a source read from several partitions (Kafka); empty for a source that is
     /// one sequence. Watermarks are kept per partition.
     pub row_partitions: Vec<i32>,
+    /// How far the source's initial snapshot has got after this batch, for a source that
+    /// reads one (Postgres CDC) while it does, and in the batch after it ends.
+    pub snapshot: Option<SnapshotProgress>,
+}
+
+/// How far a source's initial snapshot of its upstream has got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotProgress {
+    /// Rows of the snapshot read so far.
+    pub rows_read: u64,
+    /// About how many rows it has, where the upstream's statistics tell.
+    pub rows_estimated: Option<u64>,
+    /// Whether it has been read whole.
+    pub done: bool,
 }
 
 impl SourceBatch {
@@ -50,6 +64,7 @@ impl SourceBatch {
             errors: Vec::new(),
             lag: None,
             row_partitions: Vec::new(),
+            snapshot: None,
         }
     }
 
@@ -67,6 +82,7 @@ impl SourceBatch {
         self.position = later.position;
         self.lag = later.lag.or(self.lag);
         self.row_partitions.extend(later.row_partitions);
+        self.snapshot = later.snapshot.or(self.snapshot);
     }
 
     /// The rows of an append-only batch's one insert (what the generators make).

@@ -500,7 +500,7 @@ impl FluxionCatalog {
     }
 
     /// `hydration`: the materialized views and indexes being built (created, or rebuilt by a
-    /// restart), with how far each has got.
+    /// restart), and the sources reading their initial snapshot, with how far each has got.
     fn hydration(&self) -> DfResult<Arc<dyn TableProvider>> {
         let schema = hydration_schema();
         let catalog = self.catalog.catalog();

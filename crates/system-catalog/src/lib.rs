@@ -48,8 +48,8 @@ pub use schemas::SystemSchemas;
 pub use session::SessionInfo;
 pub use source_errors::{source_errors_desc, SOURCE_ERRORS, SOURCE_ERRORS_NAME};
 pub use status::{
-    ArrangementFrontier, ArrangementRecords, HydrationStatus, SinkStatus, SourceStatus,
-    SubscriptionStatus, SystemStatus, ViewErrors, ViewStatus,
+    ArrangementFrontier, ArrangementRecords, HydrationStatus, SinkStatus, SourceSnapshot,
+    SourceStatus, SubscriptionStatus, SystemStatus, ViewErrors, ViewStatus,
 };
 
 /// The PostgreSQL version Fluxion speaks as (clients pick catalog queries by it).

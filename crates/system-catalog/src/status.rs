@@ -58,6 +58,21 @@ pub struct SourceStatus {
     pub late_rows: u64,
     /// The event-time watermark (microseconds), for a source that declares one.
     pub watermark: Option<i64>,
+    /// Its initial snapshot of the upstream, for a source that reads one (Postgres CDC).
+    pub snapshot: Option<SourceSnapshot>,
+}
+
+/// How far a source's initial snapshot of its upstream has got.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceSnapshot {
+    /// Rows read so far.
+    pub rows_read: u64,
+    /// About how many rows it has, where the upstream's statistics tell.
+    pub rows_estimated: Option<u64>,
+    /// When its first rows were made durable (after a restart, the first since).
+    pub started: SystemTime,
+    /// Whether it has been read whole.
+    pub done: bool,
 }
 
 /// What `fluxion_catalog.subscriptions` shows of one durable subscription.
@@ -144,7 +159,7 @@ pub struct HydrationStatus {
     /// The materialized view or index.
     pub id: GlobalId,
     /// `feeding` while its input's history is sent to it, then `computing` until it has
-    /// caught up.
+    /// caught up; `snapshot` for a source reading its initial snapshot of its upstream.
     pub phase: &'static str,
     /// Rows of input fed so far.
     pub rows_done: i64,

@@ -122,6 +122,7 @@ impl FileReader {
             errors: decoded.errors,
             lag: None,
             row_partitions: Vec::new(),
+            snapshot: None,
         })
     }
 }
@@ -145,6 +146,7 @@ impl SourceReader for FileReader {
                     errors: Vec::new(),
                     lag: None,
                     row_partitions: Vec::new(),
+                    snapshot: None,
                 }));
             }
             std::thread::sleep(POLL_INTERVAL.min(IDLE_BATCH_AFTER - waited));

@@ -95,6 +95,7 @@ impl SourceReader for KafkaReader {
             errors: decoded.errors,
             lag: Some(self.topic.lag()),
             row_partitions: decoded.row_partitions,
+            snapshot: None,
         }))
     }
 }

@@ -26,8 +26,8 @@ use super::session::{self, stream_failed};
 use super::snapshot::SnapshotRead;
 use crate::runtime::ReaderRuntime;
 use crate::{
-    BadRecord, ConnectorError, DurablePosition, SourceBatch, SourceContext, SourceOptions,
-    SourceReader,
+    BadRecord, ConnectorError, DurablePosition, SnapshotProgress, SourceBatch, SourceContext,
+    SourceOptions, SourceReader,
 };
 
 /// How long `next_batch` waits for a transaction before returning an empty batch, so that
@@ -116,10 +116,14 @@ impl CdcReader {
             .runtime
             .block_on(snapshot.next_chunk(|i| outputs[i].select()))?;
         let Some(chunk) = chunk else {
+            let mut progress = None;
             if let Some(snapshot) = self.snapshot.take() {
+                progress = Some(snapshot.progress());
                 self.runtime.block_on(snapshot.finish())?;
             }
-            return self.next_stream_batch();
+            let mut batch = self.next_stream_batch()?;
+            batch.snapshot = progress;
+            return Ok(batch);
         };
         let output = &self.outputs[chunk.output];
         let mut changes = ChangeList::default();
@@ -147,7 +151,13 @@ impl CdcReader {
                 .snapshots
                 .insert(output.reference.clone(), snapshot.lsn);
         }
-        self.batch(changes, errors)
+        let progress = snapshot.progress();
+        let mut batch = self.batch(changes, errors)?;
+        batch.snapshot = Some(SnapshotProgress {
+            done: false,
+            ..progress
+        });
+        Ok(batch)
     }
 
     /// The transactions that arrive within [`IDLE_WAIT`] (those already received once one
@@ -270,6 +280,7 @@ impl CdcReader {
             errors,
             lag: None,
             row_partitions: Vec::new(),
+            snapshot: None,
         })
     }
 }
@@ -352,9 +363,18 @@ async fn set_up(
     };
     let snapshot = match exported {
         Some(exported) if !pending.is_empty() => {
-            let snapshot =
-                SnapshotRead::begin(client, &exported.name, exported.consistent_point, pending)
-                    .await?;
+            let tables: Vec<String> = pending
+                .iter()
+                .map(|&i| outputs[i].table.quoted_name.clone())
+                .collect();
+            let snapshot = SnapshotRead::begin(
+                client,
+                &exported.name,
+                exported.consistent_point,
+                pending,
+                &tables,
+            )
+            .await?;
             drop(exported.session);
             Some(snapshot)
         }

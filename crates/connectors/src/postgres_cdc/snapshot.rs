@@ -7,7 +7,7 @@ use pgwire_replication::Lsn;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::upstream;
-use crate::ConnectorError;
+use crate::{ConnectorError, SnapshotProgress};
 
 /// Rows fetched per chunk (per batch).
 const CHUNK_ROWS: usize = 10_000;
@@ -21,6 +21,9 @@ pub(crate) struct SnapshotRead {
     cursor_open: bool,
     /// The LSN the snapshot shows the database at.
     pub lsn: Lsn,
+    /// Rows read so far, and about how many there are (from the upstream's statistics).
+    rows_read: u64,
+    rows_estimated: Option<u64>,
 }
 
 /// Rows of one output's snapshot.
@@ -37,13 +40,16 @@ pub(crate) struct Chunk {
 
 impl SnapshotRead {
     /// Opens a read-only transaction on `client` that sees exported snapshot `name` (taken at
-    /// `lsn`), to read the snapshot of `outputs`.
+    /// `lsn`), to read the snapshot of `outputs`, which read `tables` (quoted names, one per
+    /// output).
     pub async fn begin(
         client: Client,
         name: &str,
         lsn: Lsn,
         outputs: VecDeque<usize>,
+        tables: &[String],
     ) -> Result<Self, ConnectorError> {
+        let rows_estimated = estimate_rows(&client, tables).await?;
         client
             .batch_execute(&format!(
                 "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{}'",
@@ -56,7 +62,18 @@ impl SnapshotRead {
             pending: outputs,
             cursor_open: false,
             lsn,
+            rows_read: 0,
+            rows_estimated,
         })
+    }
+
+    /// How far the snapshot has got.
+    pub fn progress(&self) -> SnapshotProgress {
+        SnapshotProgress {
+            rows_read: self.rows_read,
+            rows_estimated: self.rows_estimated,
+            done: self.pending.is_empty(),
+        }
     }
 
     /// Whether `output` is still to be read, or being read.
@@ -100,6 +117,7 @@ impl SnapshotRead {
                 _ => None,
             })
             .collect();
+        self.rows_read += rows.len() as u64;
         let is_last = rows.len() < CHUNK_ROWS;
         if is_last {
             self.client
@@ -124,4 +142,25 @@ impl SnapshotRead {
             .await
             .map_err(upstream("ending the snapshot"))
     }
+}
+
+/// About how many rows `tables` (quoted names) hold, by the upstream's statistics
+/// (`pg_class.reltuples`); `None` if a table has never been analyzed or vacuumed.
+async fn estimate_rows(client: &Client, tables: &[String]) -> Result<Option<u64>, ConnectorError> {
+    let mut total = 0u64;
+    for table in tables {
+        let estimate: f64 = client
+            .query_one(
+                "SELECT reltuples::float8 FROM pg_class WHERE oid = $1::text::regclass",
+                &[table],
+            )
+            .await
+            .map_err(upstream("estimating the snapshot's rows"))?
+            .get(0);
+        if estimate < 0.0 {
+            return Ok(None);
+        }
+        total += estimate as u64;
+    }
+    Ok(Some(total))
 }

@@ -95,11 +95,17 @@ impl Coordinator {
             Some(tracker) => observe_batch(&wiring.name, tracker, &batch)?,
             None => (None, None),
         };
+        let snapshot = batch.snapshot;
         if batch.changes.is_empty()
             && batch.errors.is_empty()
             && unchanged_position
             && watermark.is_none()
         {
+            // Nothing to commit, but a snapshot may have ended.
+            if let Some(progress) = snapshot {
+                self.sources
+                    .update(id, |stats| stats.record_snapshot(progress));
+            }
             return Ok(None);
         }
         let rows = batch.row_count() as u64;
@@ -209,7 +215,10 @@ impl Coordinator {
         }
         let time = self.commit_changes(commit, sequencer).await?;
         self.sources.update(id, |stats| {
-            stats.record_batch(rows, bytes, errors, late_rows, batch.lag)
+            stats.record_batch(rows, bytes, errors, late_rows, batch.lag);
+            if let Some(progress) = snapshot {
+                stats.record_snapshot(progress);
+            }
         });
         Ok(Some(time))
     }

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use connectors::Webhook;
+use connectors::{SnapshotProgress, Webhook};
 use repr::GlobalId;
-use system_catalog::SourceStatus;
+use system_catalog::{SourceSnapshot, SourceStatus};
 
 use super::ingest::SourceWiring;
 
@@ -41,10 +41,27 @@ impl SourceStats {
                 last_batch_at: None,
                 late_rows: 0,
                 watermark: None,
+                snapshot: None,
             },
             window_started: Instant::now(),
             window_rows: 0,
         }
+    }
+
+    /// Records how far the source's initial snapshot has got.
+    pub fn record_snapshot(&mut self, progress: SnapshotProgress) {
+        let shown = &mut self.shown;
+        // A snapshot under way goes on; otherwise one starts (a table joined the source).
+        let started = match &shown.snapshot {
+            Some(under_way) if !under_way.done => under_way.started,
+            _ => SystemTime::now(),
+        };
+        shown.snapshot = Some(SourceSnapshot {
+            rows_read: progress.rows_read,
+            rows_estimated: progress.rows_estimated,
+            started,
+            done: progress.done,
+        });
     }
 
     /// Counts one committed batch of `rows` rows, `late` of them late, after which the
