@@ -381,23 +381,16 @@ impl Coordinator {
                         self.view_budgets.set(id, create.options.memory_budget);
                         let watermarks = self.watermarks().into_iter().collect();
                         let start = self.oracle.read_time();
-                        let what = format!("materialized view \"{}\"", planned_name);
-                        self.hydrations
-                            .reporting(
-                                id,
-                                &what,
-                                self.compute.frontiers(),
-                                &session.live_notices(),
-                                self.hydrate_view(
-                                    id,
-                                    imports,
-                                    &waits_for,
-                                    start,
-                                    &watermarks,
-                                    sequencer.take(),
-                                ),
-                            )
-                            .await
+                        let what = format!("materialized view \"{planned_name}\"");
+                        let build = self.hydrate_view(
+                            id,
+                            imports,
+                            &waits_for,
+                            start,
+                            &watermarks,
+                            sequencer.take(),
+                        );
+                        self.reporting_build(session, id, &what, build).await
                     }
                     Err(e) => Err(e),
                 }
@@ -461,15 +454,8 @@ impl Coordinator {
         let what = format!("index \"{}\"", planned.name);
         let installed = match self.install_index(id, &create_sql, planned) {
             Ok(()) => {
-                self.hydrations
-                    .reporting(
-                        id,
-                        &what,
-                        self.compute.frontiers(),
-                        &session.live_notices(),
-                        self.hydrate_streams(id, vec![on], self.oracle.read_time(), None),
-                    )
-                    .await
+                let build = self.hydrate_streams(id, vec![on], self.oracle.read_time(), None);
+                self.reporting_build(session, id, &what, build).await
             }
             Err(e) => Err(e),
         };

@@ -14,7 +14,8 @@ use compute::Frontiers;
 use repr::{GlobalId, Timestamp};
 use system_catalog::HydrationStatus;
 
-use crate::session::{LiveNotices, Notice};
+use crate::coordinator::Coordinator;
+use crate::session::{LiveNotices, Notice, Session};
 
 /// How often a waiting client hears how far a build has got, and the log too.
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
@@ -79,8 +80,12 @@ impl Hydrations {
         self.lock().remove(&id);
     }
 
-    /// Whether `id` is being built.
+    /// Whether `id` is being built (asked for every relation a query reads: most are not
+    /// tracked, which is told without reading the frontiers).
     pub fn is_building(&self, id: GlobalId, frontiers: &Frontiers) -> bool {
+        if !self.lock().contains_key(&id) {
+            return false;
+        }
         self.status(frontiers).iter().any(|status| status.id == id)
     }
 
@@ -133,6 +138,24 @@ impl Hydrations {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<GlobalId, Build>> {
         self.building.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Coordinator {
+    /// Runs `build` (of `id`, named `what`), telling `session`'s client how far it has got
+    /// while it runs (see [`Hydrations::reporting`]).
+    pub(crate) async fn reporting_build<T>(
+        &self,
+        session: &Session,
+        id: GlobalId,
+        what: &str,
+        build: impl Future<Output = T>,
+    ) -> T {
+        let notices = session.live_notices();
+        let frontiers = self.compute.frontiers();
+        self.hydrations
+            .reporting(id, what, frontiers, &notices, build)
+            .await
     }
 }
 

@@ -100,7 +100,7 @@ impl SnapshotReader for ArrangementReader {
                     .hydrations
                     .is_building(target, self.compute.frontiers()) =>
             {
-                let what = format!("\"{}\"", relation.name);
+                let what = format!("relation \"{}\"", relation.name);
                 let frontiers = self.compute.frontiers();
                 self.hydrations
                     .reporting(target, &what, frontiers, notices, peek)
