@@ -108,3 +108,33 @@ fn insert_share(
         input.update_at(row.clone(), time, *diff);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(dataflow: u64) -> StreamReader {
+        StreamReader {
+            dataflow: GlobalId(dataflow),
+            input: InputSession::new(),
+            hydrating: true,
+        }
+    }
+
+    fn times(stream: &StreamInputs) -> Vec<Timestamp> {
+        stream.readers.iter().map(|r| *r.input.time()).collect()
+    }
+
+    #[test]
+    fn a_reader_being_fed_stays_put_until_its_history_is_in() {
+        let mut stream = StreamInputs::default();
+        stream.add_reader(reader(1));
+        stream.add_reader(reader(2));
+        stream.finish_hydration(GlobalId(1), 5);
+        assert_eq!(times(&stream), [5, 0]);
+        stream.advance_to(10);
+        assert_eq!(times(&stream), [10, 0], "the one still fed is not advanced");
+        stream.finish_hydration(GlobalId(2), 3);
+        assert_eq!(times(&stream), [10, 10], "it catches up with the others");
+    }
+}
