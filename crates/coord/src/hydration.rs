@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use compute::Frontiers;
 use repr::{GlobalId, Timestamp};
-use system_catalog::HydrationStatus;
+use system_catalog::{HydrationStatus, SourceSnapshot};
 
 use crate::coordinator::Coordinator;
 use crate::session::{LiveNotices, Notice, Session};
@@ -43,9 +43,18 @@ struct Build {
 
 impl Hydrations {
     /// Starts tracking `id`'s build: `arranged_rows` rows of arranged inputs, fed at once,
-    /// and `stream_bytes` bytes of stream history to feed.
-    pub fn begin(&self, id: GlobalId, arranged_rows: u64, stream_bytes: u64) {
-        self.lock().insert(
+    /// and `stream_bytes` bytes of stream history to feed. Builds that have finished since
+    /// the last look (a subscription's, which nobody reads here) are forgotten first.
+    pub fn begin(
+        &self,
+        id: GlobalId,
+        arranged_rows: u64,
+        stream_bytes: u64,
+        frontiers: &Frontiers,
+    ) {
+        let mut building = self.lock();
+        forget_finished(&mut building, frontiers);
+        building.insert(
             id,
             Build {
                 started: Instant::now(),
@@ -92,12 +101,8 @@ impl Hydrations {
     /// The builds under way; those whose frontier has passed the time they were fed through
     /// are finished, and forgotten here.
     pub fn status(&self, frontiers: &Frontiers) -> Vec<HydrationStatus> {
-        let frontiers = frontiers.all();
         let mut building = self.lock();
-        building.retain(|id, build| match (build.fed_through, frontiers.get(id)) {
-            (Some(through), Some(frontier)) => frontier.upper <= through,
-            (_, frontier) => frontier.is_some(),
-        });
+        forget_finished(&mut building, frontiers);
         building
             .iter()
             .map(|(id, build)| build.status(*id))
@@ -161,29 +166,70 @@ impl Coordinator {
 
 impl Build {
     fn status(&self, id: GlobalId) -> HydrationStatus {
-        let elapsed = self.started.elapsed();
-        let seconds = elapsed.as_secs_f64().max(1e-3);
-        let fraction = match self.fed_through {
-            Some(_) => None,
-            None if self.stream_bytes == 0 => Some(1.0),
-            None => Some(self.stream_bytes_read as f64 / self.stream_bytes as f64),
+        let (phase, progress) = match self.fed_through {
+            Some(_) => ("computing", None),
+            None if self.stream_bytes == 0 => ("feeding", Some(1.0)),
+            None => (
+                "feeding",
+                Some(self.stream_bytes_read as f64 / self.stream_bytes as f64),
+            ),
         };
-        let remaining_ms = fraction
-            .filter(|f| *f > 0.0)
-            .map(|f| (elapsed.as_millis() as f64 * (1.0 - f) / f) as i64);
-        HydrationStatus {
-            id,
-            phase: match self.fed_through {
-                None => "feeding",
-                Some(_) => "computing",
-            },
-            rows_done: self.rows_fed as i64,
-            rows_total: self.streams_read.then_some(self.rows_fed as i64),
-            progress: fraction,
-            rows_per_second: self.rows_fed as f64 / seconds,
-            elapsed_ms: elapsed.as_millis() as i64,
-            remaining_ms,
-        }
+        let rows_total = self.streams_read.then_some(self.rows_fed);
+        let elapsed = self.started.elapsed();
+        progress_status(id, phase, self.rows_fed, rows_total, progress, elapsed)
+    }
+}
+
+/// Forgets the builds whose frontier has passed the time they were fed through, and those
+/// of dataflows that are gone.
+fn forget_finished(building: &mut BTreeMap<GlobalId, Build>, frontiers: &Frontiers) {
+    let frontiers = frontiers.all();
+    building.retain(|id, build| match (build.fed_through, frontiers.get(id)) {
+        (Some(through), Some(frontier)) => frontier.upper <= through,
+        (_, frontier) => frontier.is_some(),
+    });
+}
+
+/// What `hydration` shows of a source reading its initial snapshot of its upstream.
+pub(crate) fn snapshot_status(id: GlobalId, snapshot: &SourceSnapshot) -> HydrationStatus {
+    let progress = snapshot
+        .rows_estimated
+        .filter(|estimated| *estimated > 0)
+        .map(|estimated| (snapshot.rows_read as f64 / estimated as f64).min(1.0));
+    let elapsed = snapshot.started.elapsed().unwrap_or_default();
+    let rows_total = snapshot.rows_estimated;
+    progress_status(
+        id,
+        "snapshot",
+        snapshot.rows_read,
+        rows_total,
+        progress,
+        elapsed,
+    )
+}
+
+/// A row of `hydration`: `rows_done` of `rows_total` in `elapsed`, `progress` of the way
+/// there; the rate and the time left follow from them.
+fn progress_status(
+    id: GlobalId,
+    phase: &'static str,
+    rows_done: u64,
+    rows_total: Option<u64>,
+    progress: Option<f64>,
+    elapsed: Duration,
+) -> HydrationStatus {
+    let remaining_ms = progress
+        .filter(|p| *p > 0.0)
+        .map(|p| (elapsed.as_millis() as f64 * (1.0 - p) / p) as i64);
+    HydrationStatus {
+        id,
+        phase,
+        rows_done: rows_done as i64,
+        rows_total: rows_total.map(|rows| rows as i64),
+        progress,
+        rows_per_second: rows_done as f64 / elapsed.as_secs_f64().max(1e-3),
+        elapsed_ms: elapsed.as_millis() as i64,
+        remaining_ms,
     }
 }
 

@@ -58,7 +58,12 @@ impl Coordinator {
                 }
             }
         }
-        self.hydrations.begin(dataflow, arranged_rows, stream_bytes);
+        self.hydrations.begin(
+            dataflow,
+            arranged_rows,
+            stream_bytes,
+            self.compute.frontiers(),
+        );
     }
 
     /// Feeds a new materialized view's dataflow `dataflow`, whose plan reads `imports`. A

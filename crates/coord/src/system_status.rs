@@ -8,8 +8,8 @@ use compute::ComputeController;
 use pipelines::{DurableSubscriptions, Sinks, SourceRegistry};
 use repr::{GlobalId, ItemKind};
 use system_catalog::{
-    ArrangementFrontier, ArrangementRecords, HydrationStatus, SinkStatus, SourceSnapshot,
-    SourceStatus, SubscriptionStatus, SystemStatus, ViewErrors, ViewStatus,
+    ArrangementFrontier, ArrangementRecords, HydrationStatus, SinkStatus, SourceStatus,
+    SubscriptionStatus, SystemStatus, ViewErrors, ViewStatus,
 };
 
 use crate::catalog::Catalog;
@@ -94,7 +94,7 @@ impl SystemStatus for RunningSystem {
                 .into_iter()
                 .filter_map(|source| Some((source.id, source.snapshot?)))
                 .filter(|(_, snapshot)| !snapshot.done)
-                .map(|(id, snapshot)| snapshot_status(id, &snapshot)),
+                .map(|(id, snapshot)| crate::hydration::snapshot_status(id, &snapshot)),
         );
         builds.sort_by_key(|build| build.id);
         builds
@@ -113,28 +113,6 @@ impl SystemStatus for RunningSystem {
                 stopped: catalog.stopped(item.id).map(str::to_string),
             })
             .collect()
-    }
-}
-
-/// What `hydration` shows of a source reading its initial snapshot.
-fn snapshot_status(id: GlobalId, snapshot: &SourceSnapshot) -> HydrationStatus {
-    let elapsed = snapshot.started.elapsed().unwrap_or_default();
-    let progress = snapshot
-        .rows_estimated
-        .filter(|estimated| *estimated > 0)
-        .map(|estimated| (snapshot.rows_read as f64 / estimated as f64).min(1.0));
-    let remaining_ms = progress
-        .filter(|p| *p > 0.0)
-        .map(|p| (elapsed.as_millis() as f64 * (1.0 - p) / p) as i64);
-    HydrationStatus {
-        id,
-        phase: "snapshot",
-        rows_done: snapshot.rows_read as i64,
-        rows_total: snapshot.rows_estimated.map(|rows| rows as i64),
-        progress,
-        rows_per_second: snapshot.rows_read as f64 / elapsed.as_secs_f64().max(1e-3),
-        elapsed_ms: elapsed.as_millis() as i64,
-        remaining_ms,
     }
 }
 
