@@ -1,7 +1,8 @@
 //! Progress of a dataflow being built: while a materialized view over a large source is fed
 //! the source's history, `fluxion_catalog.hydration` shows how far it has got, the client
 //! that created it hears of it in NOTICEs before its CREATE ends, and writes to other tables
-//! go on; once it is built, it is no longer listed.
+//! go on; once it is built, it is no longer listed. A CREATE cancelled while it is fed
+//! leaves nothing behind.
 
 mod support;
 
@@ -25,13 +26,13 @@ struct Sample {
     remaining_ms: Option<i64>,
 }
 
-/// The view's row in `hydration`, if it has one.
-async fn sample(client: &tokio_postgres::Client) -> Option<Sample> {
+/// The row of view `name` in `hydration`, if it has one.
+async fn sample(client: &tokio_postgres::Client, name: &str) -> Option<Sample> {
     let rows = client
         .query(
             "SELECT phase, rows_done, rows_total, progress, remaining_ms \
-             FROM fluxion_catalog.hydration WHERE object_name = 'per_k'",
-            &[],
+             FROM fluxion_catalog.hydration WHERE object_name = $1",
+            &[&name],
         )
         .await
         .expect("read hydration");
@@ -81,12 +82,12 @@ async fn building_a_view_shows_how_far_it_has_got() {
                 if !watching.load(Ordering::Relaxed) {
                     break;
                 }
-                let before = sample(&watcher).await;
+                let before = sample(&watcher, "per_k").await;
                 watcher
                     .execute("INSERT INTO other VALUES ($1)", &[&n])
                     .await
                     .expect("write to another table");
-                let after = sample(&watcher).await;
+                let after = sample(&watcher, "per_k").await;
                 let feeding = |s: &Option<Sample>| s.as_ref().is_some_and(|s| s.phase == "feeding");
                 if feeding(&before) && feeding(&after) {
                     writes_while_fed += 1;
@@ -159,4 +160,67 @@ async fn building_a_view_shows_how_far_it_has_got() {
             .all(|s| s.rows_done == ROWS && s.rows_total == Some(ROWS)),
         "{samples:?}"
     );
+
+    a_cancelled_create_leaves_nothing_behind(&client, creator).await;
+}
+
+/// Cancels a CREATE MATERIALIZED VIEW over `big` while it is fed, then checks that the view
+/// is gone and that its name can be used again for a view that is whole.
+async fn a_cancelled_create_leaves_nothing_behind(
+    client: &tokio_postgres::Client,
+    creator: tokio_postgres::Client,
+) {
+    let cancel = creator.cancel_token();
+    let creating = tokio::spawn(async move {
+        creator
+            .batch_execute(
+                "CREATE MATERIALIZED VIEW halfway AS SELECT k, count(*) AS n FROM big GROUP BY k",
+            )
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sample(client, "halfway")
+        .await
+        .is_some_and(|s| s.phase == "feeding" && s.rows_done > 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the view was never seen being fed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel
+        .cancel_query(tokio_postgres::NoTls)
+        .await
+        .expect("send the cancel request");
+    let error = creating
+        .await
+        .expect("creator")
+        .expect_err("the CREATE was cancelled");
+    assert_eq!(error.code(), Some(&SqlState::QUERY_CANCELED), "{error}");
+
+    wait_for(
+        client,
+        "SELECT count(*) FROM pg_matviews WHERE matviewname = 'halfway'",
+        "0",
+        Duration::from_secs(10),
+    )
+    .await;
+    wait_for(
+        client,
+        "SELECT count(*) FROM fluxion_catalog.hydration",
+        "0",
+        Duration::from_secs(10),
+    )
+    .await;
+    client
+        .batch_execute("CREATE MATERIALIZED VIEW halfway AS SELECT count(*) AS n FROM big")
+        .await
+        .expect("the name is free again");
+    let total: i64 = client
+        .query_one("SELECT n FROM halfway", &[])
+        .await
+        .expect("read the view built again")
+        .get(0);
+    assert_eq!(total, ROWS);
 }

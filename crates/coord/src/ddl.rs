@@ -371,6 +371,7 @@ impl Coordinator {
             &create_sql,
             planned.depends_on.clone(),
         )?;
+        let undo = self.undo_if_abandoned(session, id);
         let planned_name = planned.name.clone();
         let installed = match lowered {
             Some(plan) => {
@@ -402,10 +403,11 @@ impl Coordinator {
                 Some(held) => held,
                 None => self.lock_sequencer_to_finish().await,
             };
-            self.uninstall(id);
-            self.durable.apply(&[CatalogOp::Delete(id)])?;
+            undo.finished();
+            self.undo_create(id)?;
             return Err(e);
         }
+        undo.finished();
         Ok(ExecuteResponse::command(tag))
     }
 
@@ -450,6 +452,7 @@ impl Coordinator {
             &create_sql,
             vec![planned.on],
         )?;
+        let undo = self.undo_if_abandoned(session, id);
         let on = planned.on;
         let what = format!("index \"{}\"", planned.name);
         let installed = match self.install_index(id, &create_sql, planned) {
@@ -459,9 +462,9 @@ impl Coordinator {
             }
             Err(e) => Err(e),
         };
+        undo.finished();
         if let Err(e) = installed {
-            self.uninstall(id);
-            self.durable.apply(&[CatalogOp::Delete(id)])?;
+            self.undo_create(id)?;
             return Err(e);
         }
         Ok(())

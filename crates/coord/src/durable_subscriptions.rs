@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use pipelines::{DataflowGuard, DurableSubscriptions, Subscription, SubscriptionLog};
 use repr::{GlobalId, ItemKind};
-use storage::CatalogOp;
 
 use crate::catalog::{Item, ItemDetails};
 use crate::coordinator::Coordinator;
@@ -53,12 +52,13 @@ impl Coordinator {
             &create_sql,
             vec![from.id],
         )?;
-        if let Err(e) = self
+        let undo = self.undo_if_abandoned(session, id);
+        let installed = self
             .install_subscription(id, &create_sql, &create, from.id)
-            .await
-        {
-            self.uninstall(id);
-            self.durable.apply(&[CatalogOp::Delete(id)])?;
+            .await;
+        undo.finished();
+        if let Err(e) = installed {
+            self.undo_create(id)?;
             return Err(e);
         }
         Ok(ExecuteResponse::command("CREATE SUBSCRIPTION"))

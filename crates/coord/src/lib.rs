@@ -11,6 +11,7 @@
 //! Nothing here knows the wire protocol: results are Arrow batches and command tags, errors
 //! are [`CoordError`]s that the server maps to SQLSTATEs.
 
+mod abandoned_creates;
 mod alter_columns;
 mod catalog;
 mod catalog_input;

@@ -72,9 +72,11 @@ impl Coordinator {
             &create_sql,
             vec![from.id],
         )?;
-        if let Err(e) = self.install_sink(id, &create_sql, &create, from.id).await {
-            self.uninstall(id);
-            self.durable.apply(&[storage::CatalogOp::Delete(id)])?;
+        let undo = self.undo_if_abandoned(session, id);
+        let installed = self.install_sink(id, &create_sql, &create, from.id).await;
+        undo.finished();
+        if let Err(e) = installed {
+            self.undo_create(id)?;
             return Err(e);
         }
         Ok(ExecuteResponse::command("CREATE SINK"))
