@@ -1,7 +1,7 @@
 //! Owners and privileges through real clients logged in as different roles: every read,
 //! write and definition is checked (42501), GRANT and REVOKE behave as in PostgreSQL 15
 //! (warnings, grant options, CASCADE), a read-only role for a BI tool sees only what it was
-//! granted, and privileges survive a restart. The expected messages and codes are those a
+//! granted, members of a role share its privileges, and privileges survive a restart. The expected messages and codes are those a
 //! PostgreSQL 15 server gives for the same statements.
 
 mod support;
@@ -401,5 +401,97 @@ async fn bad_and_late_records_show_only_the_sources_a_role_may_read() {
         rows(&admin, "SELECT count(*) FROM fluxion_catalog.views").await,
         ["0"],
         "the refused view left nothing behind"
+    );
+}
+
+#[tokio::test]
+async fn members_of_a_role_share_its_privileges_and_may_take_it_on() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let server = TestServer::start_in(data.path());
+    let admin = setup(&server).await;
+    admin
+        .batch_execute(
+            "CREATE ROLE readers;
+             CREATE ROLE carol LOGIN NOINHERIT;
+             GRANT SELECT ON t TO readers;
+             GRANT readers TO bi, carol",
+        )
+        .await
+        .expect("grant a role");
+
+    // bi inherits what readers holds; taking on a role it is not a member of is refused.
+    let bi = server.connect_as("bi").await;
+    assert_eq!(rows(&bi, "SELECT v FROM t").await, ["a"]);
+    assert_eq!(
+        outcome(&bi, "SET ROLE alice").await,
+        "42501 permission denied to set role \"alice\""
+    );
+    assert_eq!(
+        outcome(&bi, "SET ROLE fluxion").await,
+        "42501 permission denied to set role \"fluxion\""
+    );
+    assert_eq!(
+        outcome(&bi, "GRANT readers TO alice").await,
+        "42501 must have admin option on role \"readers\""
+    );
+
+    // carol is a member but does not inherit: she reads once she takes the role on, and then
+    // acts as it (she cannot create where readers may not).
+    let carol = server.connect_as("carol").await;
+    assert_eq!(
+        outcome(&carol, "SELECT v FROM t").await,
+        "42501 permission denied for table t"
+    );
+    carol
+        .batch_execute("SET ROLE readers")
+        .await
+        .expect("SET ROLE");
+    assert_eq!(rows(&carol, "SELECT v FROM t").await, ["a"]);
+    assert_eq!(
+        rows(&carol, "SELECT current_user || ' ' || session_user").await,
+        ["readers carol"]
+    );
+    assert_eq!(
+        outcome(&carol, "INSERT INTO t VALUES (2, 'b')").await,
+        "42501 permission denied for table t"
+    );
+    // A connection pool's reset ends the role taken on.
+    carol
+        .batch_execute("DISCARD ALL")
+        .await
+        .expect("DISCARD ALL");
+    assert_eq!(rows(&carol, "SHOW role").await, ["none"]);
+    assert_eq!(
+        outcome(&carol, "SELECT v FROM t").await,
+        "42501 permission denied for table t"
+    );
+
+    // A superuser that takes on a role has only that role's privileges.
+    admin.batch_execute("SET ROLE bi").await.expect("SET ROLE");
+    assert_eq!(
+        outcome(&admin, "SELECT * FROM secret").await,
+        "42501 permission denied for table secret"
+    );
+    admin.batch_execute("RESET ROLE").await.expect("RESET ROLE");
+    assert_eq!(rows(&admin, "SELECT count(*) FROM secret").await, ["0"]);
+
+    // Memberships are durable, and go with a dropped role.
+    drop((admin, bi, carol));
+    drop(server);
+    let server = TestServer::start_in(data.path());
+    let bi = server.connect_as("bi").await;
+    assert_eq!(rows(&bi, "SELECT v FROM t").await, ["a"]);
+    let admin = server.connect().await;
+    admin
+        .batch_execute("REVOKE SELECT ON t FROM readers; DROP ROLE readers")
+        .await
+        .expect("drop the role");
+    assert_eq!(
+        rows(&admin, "SELECT count(*) FROM pg_auth_members").await,
+        ["0"]
+    );
+    assert_eq!(
+        outcome(&bi, "SELECT v FROM t").await,
+        "42501 permission denied for table t"
     );
 }

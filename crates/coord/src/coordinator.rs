@@ -392,6 +392,7 @@ impl Coordinator {
             Statement::AlterRole(alter) => self.alter_role(session, alter),
             Statement::DropRole(drop) => self.drop_role(session, drop),
             Statement::Privileges(change) => self.change_privileges(session, change).await,
+            Statement::RoleMembership(change) => self.change_role_membership(session, change),
             Statement::AlterOwner(alter) => self.alter_owner(session, alter).await,
             Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,
@@ -419,7 +420,12 @@ impl Coordinator {
             Statement::Explain(explain) => self.explain(session, explain).await,
             Statement::Set(set) => self.set(session, set),
             Statement::Show(show) => self.show(session, show),
-            Statement::Discard => Ok(ExecuteResponse::command("DISCARD ALL")),
+            Statement::Discard(what) => {
+                if what == "ALL" {
+                    self.set_role(session, sql::NO_ROLE)?;
+                }
+                Ok(ExecuteResponse::command(format!("DISCARD {what}")))
+            }
             Statement::Rejected(error) => Err(error.into()),
         }
     }

@@ -2,7 +2,7 @@
 //! kept with the items in the durable catalog (the `public` schema's under its own key) and
 //! undone by ROLLBACK like other definitions.
 
-use repr::{GlobalId, ItemKind, Ownership, Privileges, Role, PUBLIC_ROLE};
+use repr::{GlobalId, ItemKind, Ownership, Privileges, Recurse, Role, PUBLIC_ROLE};
 use sql::session::DEFAULT_SCHEMA;
 use sql::{AlterOwner, ObjectKind, PrivilegeAction, PrivilegeChange, PrivilegeTarget, RoleSpec};
 use storage::CatalogOp;
@@ -80,10 +80,10 @@ impl Coordinator {
         let grantees = change
             .grantees
             .iter()
-            .map(|grantee| self.role_oid(grantee, &acting))
+            .map(|grantee| self.role_oid(grantee, session))
             .collect::<Result<Vec<u32>, CoordError>>()?;
         if let Some(granted_by) = &change.granted_by {
-            if self.role_oid(granted_by, &acting)? != acting.oid {
+            if self.role_oid(granted_by, session)? != acting.oid {
                 return Err(CoordError::unsupported(
                     "GRANTED BY a role other than the current user",
                 ));
@@ -164,13 +164,15 @@ impl Coordinator {
             );
             return Ok(ExecuteResponse::command(alter.tag()));
         }
-        let new_owner = self.role_oid(&alter.new_owner, &acting)?;
+        let new_owner = self.role_oid(&alter.new_owner, session)?;
         let mut ownership = self.ownership(target.id);
         if !acting.superuser {
-            if ownership.owner != acting.oid {
+            let held = self.roles.memberships(acting.oid, Recurse::Privileges);
+            if !held.contains(&ownership.owner) {
                 return Err(not_owner(target.kind, &target.name));
             }
-            if new_owner != acting.oid {
+            let member_of = self.roles.memberships(acting.oid, Recurse::Membership);
+            if !member_of.contains(&new_owner) {
                 let name = self.role_name(new_owner);
                 return Err(CoordError::insufficient_privilege(format!(
                     "must be member of role \"{name}\""
@@ -212,17 +214,18 @@ impl Coordinator {
         dependents
     }
 
-    /// The OID a role specification names (PUBLIC: [`PUBLIC_ROLE`]).
-    fn role_oid(&self, spec: &RoleSpec, acting: &Role) -> Result<u32, CoordError> {
-        match spec {
-            RoleSpec::Public => Ok(PUBLIC_ROLE),
-            RoleSpec::CurrentUser | RoleSpec::SessionUser => Ok(acting.oid),
-            RoleSpec::Name(name) => self
-                .roles
-                .get(name)
-                .map(|role| role.oid)
-                .ok_or_else(|| CoordError::unknown("role", name)),
-        }
+    /// The OID a role specification names in `session` (PUBLIC: [`PUBLIC_ROLE`]).
+    pub(crate) fn role_oid(&self, spec: &RoleSpec, session: &Session) -> Result<u32, CoordError> {
+        let name = match spec {
+            RoleSpec::Public => return Ok(PUBLIC_ROLE),
+            RoleSpec::CurrentUser => session.current_user(),
+            RoleSpec::SessionUser => session.user(),
+            RoleSpec::Name(name) => name,
+        };
+        self.roles
+            .get(name)
+            .map(|role| role.oid)
+            .ok_or_else(|| CoordError::unknown("role", name))
     }
 
     /// A role's name by OID (its number if it is gone).
@@ -318,8 +321,10 @@ impl Coordinator {
     }
 
     /// Who grants (or revokes) on `target`, and which of `wanted` they may: the owner for
-    /// its owner and for superusers, otherwise the acting role within its grant options.
-    /// `None` (with PostgreSQL's warning) when it may grant none of them.
+    /// superusers and roles with the owner's privileges, otherwise the one among the acting
+    /// role and those whose privileges it has that may grant the most of `wanted` (as
+    /// PostgreSQL's `select_best_grantor`). `None` (with PostgreSQL's warning) when it may
+    /// grant none of them.
     fn grantor(
         &self,
         session: &mut Session,
@@ -329,12 +334,28 @@ impl Coordinator {
         wanted: Privileges,
         action: PrivilegeAction,
     ) -> Result<Option<(u32, Privileges)>, CoordError> {
-        if acting.superuser || ownership.owner == acting.oid {
+        let held = self.roles.memberships(acting.oid, Recurse::Privileges);
+        if acting.superuser || held.contains(&ownership.owner) {
             return Ok(Some((ownership.owner, wanted)));
         }
         let all = all_privileges(target.kind);
-        let options = ownership.grant_options_of(acting.oid, all);
-        if options.is_empty() && ownership.privileges_of(acting.oid, all).is_empty() {
+        let count = |role: u32| {
+            let options = ownership.grant_options_of(role, all).intersection(wanted);
+            options.each().count()
+        };
+        let best = held
+            .iter()
+            .copied()
+            .reduce(|best, role| {
+                if count(role) > count(best) {
+                    role
+                } else {
+                    best
+                }
+            })
+            .unwrap_or(acting.oid);
+        let options = ownership.grant_options_of(best, all);
+        if options.is_empty() && ownership.privileges_of_any(&held, all).is_empty() {
             return Err(CoordError::insufficient_privilege(format!(
                 "permission denied for {} {}",
                 target.kind.name(),
@@ -364,7 +385,7 @@ impl Coordinator {
         if allowed != wanted {
             session.notice("WARNING", code, format!("{some} for \"{}\"", target.name));
         }
-        Ok(Some((acting.oid, allowed)))
+        Ok(Some((best, allowed)))
     }
 
     /// The object an `ALTER … OWNER TO` names; `None` (with a notice) if it is missing and

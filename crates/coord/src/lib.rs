@@ -40,6 +40,7 @@ mod query_rows;
 mod read;
 mod recovery;
 mod response;
+mod role_membership;
 mod roles;
 mod session;
 mod show;

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock, RwLock};
 
-use repr::{GlobalId, ItemKind, Ownership, Privileges};
+use repr::{GlobalId, ItemKind, Ownership, Privileges, Recurse};
 use sql::{Access, ObjectKind, ObjectRef, Statement};
 
 use crate::catalog::{Catalog, Item};
@@ -55,7 +55,7 @@ impl Coordinator {
         session: &Session,
         statement: &Statement,
     ) -> Result<(), CoordError> {
-        let role = self.roles.oid_and_superuser(session.user());
+        let role = self.roles.oid_and_superuser(session.current_user());
         if matches!(role, Some((_, true))) {
             return Ok(());
         }
@@ -77,7 +77,7 @@ impl Coordinator {
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
         let check = Checker {
             catalog: &catalog,
-            role,
+            held: self.roles.memberships(role, Recurse::Privileges),
             roles: &self.roles,
             search_path: &search_path,
         };
@@ -100,7 +100,7 @@ impl Coordinator {
     /// role may see (`None`: every one, for a superuser). Bad and late records hold upstream
     /// data, which the role may only see where it may see the relation they were meant for.
     pub(crate) fn source_visibility(&self, session: &Session) -> Option<Arc<SourceVisibility>> {
-        let role = match self.roles.oid_and_superuser(session.user()) {
+        let role = match self.roles.oid_and_superuser(session.current_user()) {
             Some((_, true)) => return None,
             Some((oid, false)) => Some(oid),
             None => None,
@@ -123,7 +123,7 @@ impl Coordinator {
         plan: &plan::Plan,
     ) -> Result<(), CoordError> {
         if matches!(
-            self.roles.oid_and_superuser(session.user()),
+            self.roles.oid_and_superuser(session.current_user()),
             Some((_, true))
         ) {
             return Ok(());
@@ -181,9 +181,10 @@ impl SourceVisibility {
             return HashSet::new();
         };
         let catalog = self.catalog.read().unwrap_or_else(|p| p.into_inner());
+        let held = self.roles.memberships(role, Recurse::Privileges);
         let check = Checker {
             catalog: &catalog,
-            role,
+            held,
             roles: &self.roles,
             search_path: &[],
         };
@@ -192,7 +193,7 @@ impl SourceVisibility {
             .filter(|item| matches!(item.kind, ItemKind::Source | ItemKind::Table))
             .filter(|item| {
                 check.on_schema(&item.schema, Privileges::USAGE).is_ok()
-                    && check.holds(item, role, Privileges::SELECT).is_ok()
+                    && check.holds(item, &check.held, Privileges::SELECT).is_ok()
             })
             .map(|item| item.name.clone())
             .collect()
@@ -202,8 +203,8 @@ impl SourceVisibility {
 /// The checks of one statement, for one role.
 struct Checker<'a> {
     catalog: &'a Catalog,
-    /// The acting role's OID.
-    role: u32,
+    /// The acting role's OID and those of the roles whose privileges it has.
+    held: Vec<u32>,
     roles: &'a Roles,
     search_path: &'a [String],
 }
@@ -224,22 +225,22 @@ impl Checker<'_> {
             return Ok(());
         };
         self.on_schema(&item.schema, Privileges::USAGE)?;
-        self.holds(item, self.role, needed)?;
+        self.holds(item, &self.held, needed)?;
         if item.kind == ItemKind::View {
             self.view_reads(item, 0)?;
         }
         Ok(())
     }
 
-    /// Whether `role` holds `needed` on `item` (on an item without privileges, a durable
-    /// subscription, whether it owns it).
-    fn holds(&self, item: &Item, role: u32, needed: Privileges) -> Result<(), CoordError> {
+    /// Whether a role with the privileges of `roles` holds `needed` on `item` (on an item
+    /// without privileges, a durable subscription, whether it owns it).
+    fn holds(&self, item: &Item, roles: &[u32], needed: Privileges) -> Result<(), CoordError> {
         let ownership = self.catalog.ownership(item.id);
         let all = all_privileges(item.kind);
         let held = if all.is_empty() {
-            ownership.owner == role
+            roles.contains(&ownership.owner)
         } else {
-            ownership.privileges_of(role, all).contains(needed)
+            ownership.privileges_of_any(roles, all).contains(needed)
         };
         if held {
             Ok(())
@@ -260,9 +261,10 @@ impl Checker<'_> {
         }
         let owner = self.catalog.ownership(view.id).owner;
         let owner_is_superuser = self.roles.is_superuser(owner);
+        let owner_holds = self.roles.memberships(owner, Recurse::Privileges);
         for read in self.catalog.direct_reads(view) {
             if !owner_is_superuser {
-                self.holds(read, owner, Privileges::SELECT)?;
+                self.holds(read, &owner_holds, Privileges::SELECT)?;
             }
             if read.kind == ItemKind::View {
                 self.view_reads(read, depth + 1)?;
@@ -278,7 +280,7 @@ impl Checker<'_> {
             return Ok(());
         };
         if ownership
-            .privileges_of(self.role, Privileges::ALL_ON_SCHEMA)
+            .privileges_of_any(&self.held, Privileges::ALL_ON_SCHEMA)
             .contains(needed)
         {
             return Ok(());
@@ -298,7 +300,7 @@ impl Checker<'_> {
         let Some(item) = item else {
             return Ok(());
         };
-        if self.catalog.ownership(item.id).owner == self.role {
+        if self.held.contains(&self.catalog.ownership(item.id).owner) {
             return Ok(());
         }
         Err(not_owner(item.kind, &item.name))

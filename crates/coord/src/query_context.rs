@@ -180,14 +180,15 @@ pub(crate) struct PlanningState {
 impl PlanningState {
     /// Whether it plans as `session` does now (built for the settings it has).
     fn is_for(&self, session: &Session) -> bool {
-        self.info.settings == session.variables
+        self.info.settings == session.variables && self.info.user == session.current_user()
     }
 }
 
 /// What the catalogs and functions see of `session`.
 fn session_info(session: &Session) -> SessionInfo {
     SessionInfo {
-        user: session.user().to_string(),
+        user: session.current_user().to_string(),
+        session_user: session.user().to_string(),
         search_path: session.search_path(),
         settings: session.variables.clone(),
         backend_pid: session.backend_pid(),

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use repr::{Role, BOOTSTRAP_ROLE_OID};
+use repr::{Recurse, Role, BOOTSTRAP_ROLE_OID};
 use sql::{AlterRole, CreateRole, DropRole, RoleOptions};
 
 use crate::coordinator::Coordinator;
@@ -61,6 +61,12 @@ impl Roles {
             .any(|role| role.oid == oid && role.superuser)
     }
 
+    /// Role `oid` and the roles it is a member of, as `recurse` says (see
+    /// [`repr::memberships`]).
+    pub(crate) fn memberships(&self, oid: u32, recurse: Recurse) -> Vec<u32> {
+        repr::memberships(self.read().values(), oid, recurse)
+    }
+
     /// Every role, by name.
     pub(crate) fn all(&self) -> Vec<Role> {
         self.read().values().cloned().collect()
@@ -89,6 +95,7 @@ fn bootstrap_role() -> Role {
         connection_limit: -1,
         password: None,
         valid_until: None,
+        member_of: Vec::new(),
     }
 }
 
@@ -155,7 +162,7 @@ impl Coordinator {
         let oid = system_catalog::item_oid(self.durable.allocate_id()?);
         let mut role = Role {
             oid,
-            name: create.name,
+            name: create.name.clone(),
             superuser: false,
             inherit: true,
             create_role: false,
@@ -166,9 +173,12 @@ impl Coordinator {
             connection_limit: -1,
             password: None,
             valid_until: None,
+            member_of: Vec::new(),
         };
         apply_options(&mut role, options)?;
-        self.store_role(None, role)?;
+        let in_roles = self.roles_granted_on_create(&acting, &create)?;
+        self.store_role(None, role.clone())?;
+        self.grant_on_create(session, &acting, role, in_roles, &create)?;
         Ok(ExecuteResponse::command("CREATE ROLE"))
     }
 
@@ -201,8 +211,15 @@ impl Coordinator {
                     .roles
                     .get(&name)
                     .ok_or_else(|| CoordError::unknown("role", &name))?;
-                if role.oid == acting.oid {
-                    return Err(CoordError::unsupported("session user cannot be renamed"));
+                for (user, which) in [
+                    (session.user(), "session"),
+                    (acting.name.as_str(), "current"),
+                ] {
+                    if role.name == user {
+                        return Err(CoordError::unsupported(format!(
+                            "{which} user cannot be renamed"
+                        )));
+                    }
                 }
                 check_role_name(&new_name)?;
                 if self.roles.get(&new_name).is_some() {
@@ -251,10 +268,15 @@ impl Coordinator {
                 }
                 return Err(CoordError::unknown("role", name));
             };
-            if role.oid == acting.oid {
-                return Err(CoordError::ObjectInUse(
-                    "current user cannot be dropped".into(),
-                ));
+            for (user, which) in [
+                (acting.name.as_str(), "current"),
+                (session.user(), "session"),
+            ] {
+                if role.name == user {
+                    return Err(CoordError::ObjectInUse(format!(
+                        "{which} user cannot be dropped"
+                    )));
+                }
             }
             if role.superuser && !acting.superuser {
                 return Err(CoordError::insufficient_privilege(
@@ -276,19 +298,20 @@ impl Coordinator {
         for role in dropped {
             self.durable.delete_role(role.oid)?;
             self.roles.write().remove(&role.name);
+            self.forget_memberships_in(role.oid)?;
         }
         Ok(ExecuteResponse::command("DROP ROLE"))
     }
 
-    /// The role the session acts as.
+    /// The role the session acts as (`current_user`).
     pub(crate) fn acting_role(&self, session: &Session) -> Result<Role, CoordError> {
         self.roles
-            .get(session.user())
+            .get(session.current_user())
             .ok_or_else(|| role_gone(session))
     }
 
     /// Stores `role` durably, then in memory in place of the role called `old_name`.
-    fn store_role(&self, old_name: Option<&str>, role: Role) -> Result<(), CoordError> {
+    pub(crate) fn store_role(&self, old_name: Option<&str>, role: Role) -> Result<(), CoordError> {
         self.durable.put_role(&role)?;
         let mut roles = self.roles.write();
         if let Some(old_name) = old_name {
@@ -301,7 +324,10 @@ impl Coordinator {
 
 /// 42501 for a session whose role was dropped or renamed.
 pub(crate) fn role_gone(session: &Session) -> CoordError {
-    CoordError::insufficient_privilege(format!("role \"{}\" no longer exists", session.user()))
+    CoordError::insufficient_privilege(format!(
+        "role \"{}\" no longer exists",
+        session.current_user()
+    ))
 }
 
 /// Sets the attributes `options` names.

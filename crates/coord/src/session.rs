@@ -134,6 +134,8 @@ pub struct Session {
     /// Reported settings changed since the last call of [`Session::take_reported_settings`].
     reported_changes: Vec<(String, String)>,
     user: String,
+    /// The role `SET ROLE` took on (`None`: the session's user).
+    role: Option<String>,
     backend_pid: i32,
     /// The session's planning state, kept between statements.
     pub(crate) planning_state: Mutex<Option<PlanningState>>,
@@ -247,6 +249,7 @@ impl Session {
             cursors: BTreeMap::new(),
             reported_changes: Vec::new(),
             user: user.to_string(),
+            role: None,
             backend_pid,
             planning_state: Mutex::new(None),
             shape_plans: ShapePlans::default(),
@@ -277,9 +280,26 @@ impl Session {
             .collect()
     }
 
-    /// The user the session authenticated as.
+    /// The user the session authenticated as (`session_user`).
     pub fn user(&self) -> &str {
         &self.user
+    }
+
+    /// The role the session acts as (`current_user`): the one `SET ROLE` took on, else
+    /// its user.
+    pub fn current_user(&self) -> &str {
+        self.role.as_deref().unwrap_or(&self.user)
+    }
+
+    /// The role `SET ROLE` took on, if any.
+    pub(crate) fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
+    /// Acts as `role` from now on (`None`: as the session's user), as `SET ROLE` does; the
+    /// caller has checked that the session's user may.
+    pub(crate) fn set_role(&mut self, role: Option<String>) {
+        self.role = role;
     }
 
     /// The process id the client was told in BackendKeyData (`pg_backend_pid()`).

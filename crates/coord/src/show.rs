@@ -92,9 +92,22 @@ impl Coordinator {
         set: Set,
     ) -> Result<ExecuteResponse, CoordError> {
         match set {
+            Set::Reset { name } => {
+                let reset = Set::Variable {
+                    name,
+                    value: "DEFAULT".into(),
+                };
+                return self
+                    .set(session, reset)
+                    .map(|_| ExecuteResponse::command("RESET"));
+            }
             Set::Variable { name, value } => {
                 if !is_known_setting(&name) {
                     return Err(CoordError::unknown("configuration parameter", name));
+                }
+                if name == sql::ROLE {
+                    self.set_role(session, &value)?;
+                    return Ok(ExecuteResponse::command("SET"));
                 }
                 if let Some(reason) = unchangeable(&name) {
                     return Err(CoordError::CannotChangeSetting(reason));
@@ -162,6 +175,14 @@ impl Coordinator {
                     .collect(),
             )),
             "transaction isolation level" => self.show_variable(session, TRANSACTION_ISOLATION),
+            sql::ROLE => Ok(text_rows(
+                &[sql::ROLE],
+                vec![vec![session.role().unwrap_or(sql::NO_ROLE).to_string()]],
+            )),
+            "session_authorization" => Ok(text_rows(
+                &["session_authorization"],
+                vec![vec![session.user().to_string()]],
+            )),
             other => match session.variable(other) {
                 Some(value) => Ok(text_rows(
                     &[reported_spelling(other).unwrap_or(other)],

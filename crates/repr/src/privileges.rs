@@ -183,6 +183,21 @@ impl Ownership {
         self.held(role, all, |item| item.grant_options)
     }
 
+    /// The privileges any of `roles` holds (a role and those whose privileges it has,
+    /// see [`crate::memberships`]).
+    pub fn privileges_of_any(&self, roles: &[u32], all: Privileges) -> Privileges {
+        roles.iter().fold(Privileges::NONE, |held, role| {
+            held | self.privileges_of(*role, all)
+        })
+    }
+
+    /// The privileges any of `roles` may grant on.
+    pub fn grant_options_of_any(&self, roles: &[u32], all: Privileges) -> Privileges {
+        roles.iter().fold(Privileges::NONE, |held, role| {
+            held | self.grant_options_of(*role, all)
+        })
+    }
+
     fn held(
         &self,
         role: u32,

@@ -16,6 +16,7 @@ use repr::pg_type::PG_TYPE_OID_KEY;
 
 use crate::names::fold_ident;
 use crate::reg_types::RegKind;
+use crate::rewrite::postgres_syntax::is_current_role;
 use crate::types::postgres_type_name;
 
 /// Separates a result column's name from the suffix that keeps a repeated name unique while
@@ -114,7 +115,11 @@ fn name_select_list(select: &mut Select, nested: bool) {
     for (position, item) in select.projection.iter_mut().enumerate() {
         let (expr, name, is_column) = match item {
             SelectItem::UnnamedExpr(expr) => {
-                let is_column = matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+                let is_column = match expr {
+                    Expr::Identifier(ident) => !is_current_role(ident),
+                    Expr::CompoundIdentifier(_) => true,
+                    _ => false,
+                };
                 let name = postgres_name(expr);
                 if nested && has_wildcard && is_column {
                     used.insert(name);

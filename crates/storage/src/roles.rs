@@ -65,6 +65,7 @@ mod tests {
             connection_limit: -1,
             password: Some("SCRAM-SHA-256$4096:c2FsdA==$a:b".into()),
             valid_until: None,
+            member_of: Vec::new(),
         }
     }
 

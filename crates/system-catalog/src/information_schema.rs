@@ -199,7 +199,7 @@ fn columns(snapshot: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBa
 fn views(snapshot: &CatalogSnapshot, session: &SessionInfo) -> Result<RecordBatch> {
     let mut out = rows("views");
     let rights = session.rights(snapshot);
-    for relation in described(snapshot, rights, Privileges::ALL_ON_RELATION) {
+    for relation in described(snapshot, rights.clone(), Privileges::ALL_ON_RELATION) {
         if relation.kind != 'v' {
             continue;
         }

@@ -48,6 +48,7 @@ pub(crate) fn rows_of(relation: &str) -> Option<RowsFn> {
         "pg_database" => pg_database,
         "pg_roles" => pg_roles,
         "pg_authid" => pg_authid,
+        "pg_auth_members" => pg_auth_members,
         "pg_user" => pg_user,
         "pg_shadow" => pg_shadow,
         "pg_settings" => pg_settings,
@@ -455,6 +456,22 @@ fn pg_authid(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch>
         let mut columns = role_columns(role);
         columns.push(("rolpassword", role.password.as_deref().into()));
         out.push(&columns);
+    }
+    out.into_batch()
+}
+
+/// `pg_auth_members`: which role is a member of which (`GRANT role TO member`).
+fn pg_auth_members(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+    let mut out = rows("pg_auth_members");
+    for member in &snapshot.roles {
+        for membership in &member.member_of {
+            out.push(&[
+                ("roleid", membership.role.into()),
+                ("member", member.oid.into()),
+                ("grantor", membership.grantor.into()),
+                ("admin_option", membership.admin_option.into()),
+            ]);
+        }
     }
     out.into_batch()
 }

@@ -6,7 +6,9 @@
 //! role may read a system relation (but not those that hold passwords or statistics) and use
 //! a system schema.
 
-use repr::{AclItem, Ownership, Privileges, BOOTSTRAP_ROLE_OID, PUBLIC_ROLE};
+use std::sync::Arc;
+
+use repr::{AclItem, Ownership, Privileges, Recurse, Role, BOOTSTRAP_ROLE_OID, PUBLIC_ROLE};
 
 use crate::session::SessionInfo;
 use crate::snapshot::CatalogSnapshot;
@@ -33,25 +35,69 @@ const OWNER_ONLY_SYSTEM_RELATIONS: [&str; 11] = [
 ];
 
 /// A role as privilege checks see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RoleRights {
     /// Its OID; `None` for `PUBLIC` (what a role the catalog does not know holds).
     pub oid: Option<u32>,
     /// Whether it is a superuser, which holds every privilege.
     pub superuser: bool,
+    /// Its OID and those of the roles whose privileges it has (through memberships, as
+    /// INHERIT allows).
+    held: Arc<[u32]>,
+    /// Its OID and those of every role it is a member of, directly or not.
+    member_of: Arc<[u32]>,
 }
 
 impl RoleRights {
     /// `PUBLIC`: what every role holds.
-    pub const PUBLIC: RoleRights = RoleRights {
-        oid: None,
-        superuser: false,
-    };
+    pub fn public() -> RoleRights {
+        RoleRights {
+            oid: None,
+            superuser: false,
+            held: Arc::from([PUBLIC_ROLE]),
+            member_of: Arc::from([PUBLIC_ROLE]),
+        }
+    }
+
+    /// The rights of role `oid` among `roles`.
+    pub fn of<'a>(oid: u32, roles: impl IntoIterator<Item = &'a Role> + Clone) -> RoleRights {
+        RoleRights {
+            oid: Some(oid),
+            superuser: roles
+                .clone()
+                .into_iter()
+                .any(|r| r.oid == oid && r.superuser),
+            held: repr::memberships(roles.clone(), oid, Recurse::Privileges).into(),
+            member_of: repr::memberships(roles, oid, Recurse::Membership).into(),
+        }
+    }
 
     /// Whether it has the privileges of role `role` (`pg_has_role(role, 'USAGE')`): it is
-    /// that role, or a superuser. (Roles are not members of one another.)
+    /// that role, a member of it that inherits its privileges, or a superuser.
     pub fn acts_as(&self, role: u32) -> bool {
-        self.superuser || self.oid == Some(role)
+        self.superuser || self.held.contains(&role)
+    }
+
+    /// Whether it is role `role` or a member of it, directly or not, or a superuser
+    /// (`pg_has_role(role, 'MEMBER')`: it may `SET ROLE` to it).
+    pub fn is_member_of(&self, role: u32) -> bool {
+        self.superuser || self.member_of.contains(&role)
+    }
+
+    /// Whether it may grant role `role` (`pg_has_role(role, 'MEMBER WITH ADMIN OPTION')`): a
+    /// superuser may; another role if it, or a role it is a member of, holds `role` WITH
+    /// ADMIN OPTION (`roles` are every role).
+    pub fn has_admin_option(&self, role: u32, roles: &[Role]) -> bool {
+        self.superuser
+            || roles
+                .iter()
+                .filter(|member| self.member_of.contains(&member.oid) && member.oid != role)
+                .any(|member| {
+                    member
+                        .member_of
+                        .iter()
+                        .any(|m| m.role == role && m.admin_option)
+                })
     }
 
     /// The privileges it holds on an object with every privilege in `all`.
@@ -59,7 +105,7 @@ impl RoleRights {
         if self.superuser {
             return all;
         }
-        ownership.privileges_of(self.oid.unwrap_or(PUBLIC_ROLE), all)
+        ownership.privileges_of_any(&self.held, all)
     }
 
     /// The privileges it may grant on an object with every privilege in `all` (an owner
@@ -68,7 +114,7 @@ impl RoleRights {
         if self.acts_as(ownership.owner) {
             return all;
         }
-        ownership.grant_options_of(self.oid.unwrap_or(PUBLIC_ROLE), all)
+        ownership.grant_options_of_any(&self.held, all)
     }
 
     /// Whether it owns the object or holds any of `wanted` on it: what `information_schema`
@@ -86,19 +132,13 @@ impl CatalogSnapshot {
     /// The rights of the role with this OID (a role the catalog does not know is no
     /// superuser but still holds what `PUBLIC` does, as in PostgreSQL).
     pub(crate) fn role_rights(&self, oid: u32) -> RoleRights {
-        RoleRights {
-            oid: Some(oid),
-            superuser: self.roles.iter().any(|r| r.oid == oid && r.superuser),
-        }
+        RoleRights::of(oid, self.roles.iter())
     }
 
     /// The rights of the role called `name`, if there is one.
     pub(crate) fn rights_of_role_named(&self, name: &str) -> Option<RoleRights> {
         let role = self.roles.iter().find(|r| r.name == name)?;
-        Some(RoleRights {
-            oid: Some(role.oid),
-            superuser: role.superuser,
-        })
+        Some(RoleRights::of(role.oid, self.roles.iter()))
     }
 
     /// The owner and ACL of the relation or index `oid`.
@@ -148,7 +188,7 @@ impl SessionInfo {
     pub(crate) fn rights(&self, snapshot: &CatalogSnapshot) -> RoleRights {
         snapshot
             .rights_of_role_named(&self.user)
-            .unwrap_or(RoleRights::PUBLIC)
+            .unwrap_or_else(RoleRights::public)
     }
 }
 
@@ -188,19 +228,41 @@ mod tests {
     use super::*;
 
     const ALICE: u32 = 16_384;
+    const READERS: u32 = 16_385;
+
+    fn role(oid: u32, superuser: bool) -> Role {
+        crate::test_catalog::role(oid, &format!("r{oid}"), superuser)
+    }
+
+    #[test]
+    fn a_member_holds_what_its_roles_hold_unless_it_does_not_inherit() {
+        let all = Privileges::ALL_ON_RELATION;
+        let mut table = Ownership::new(BOOTSTRAP_ROLE_OID);
+        table.grant(all, READERS, BOOTSTRAP_ROLE_OID, Privileges::SELECT, false);
+        let mut alice = role(ALICE, false);
+        alice.member_of.push(repr::RoleMembership {
+            role: READERS,
+            grantor: BOOTSTRAP_ROLE_OID,
+            admin_option: false,
+        });
+        let roles = [alice.clone(), role(READERS, false)];
+        let rights = RoleRights::of(ALICE, &roles);
+        assert_eq!(rights.privileges(&table, all), Privileges::SELECT);
+        assert!(rights.acts_as(READERS) && rights.is_member_of(READERS));
+        alice.inherit = false;
+        let roles = [alice, role(READERS, false)];
+        let rights = RoleRights::of(ALICE, &roles);
+        assert_eq!(rights.privileges(&table, all), Privileges::NONE);
+        assert!(!rights.acts_as(READERS) && rights.is_member_of(READERS));
+    }
 
     #[test]
     fn a_superuser_holds_everything_and_others_what_is_granted() {
         let all = Privileges::ALL_ON_RELATION;
         let mut table = Ownership::new(BOOTSTRAP_ROLE_OID);
-        let superuser = RoleRights {
-            oid: Some(BOOTSTRAP_ROLE_OID + 1),
-            superuser: true,
-        };
-        let alice = RoleRights {
-            oid: Some(ALICE),
-            superuser: false,
-        };
+        let roles = [role(BOOTSTRAP_ROLE_OID + 1, true), role(ALICE, false)];
+        let superuser = RoleRights::of(BOOTSTRAP_ROLE_OID + 1, &roles);
+        let alice = RoleRights::of(ALICE, &roles);
         assert_eq!(superuser.privileges(&table, all), all);
         assert!(!alice.may_see(&table, all, all));
         table.grant(
@@ -213,7 +275,7 @@ mod tests {
         assert_eq!(alice.privileges(&table, all), Privileges::SELECT);
         assert_eq!(alice.grant_options(&table, all), Privileges::NONE);
         assert_eq!(
-            RoleRights::PUBLIC.privileges(&table, all),
+            RoleRights::public().privileges(&table, all),
             Privileges::SELECT
         );
     }
@@ -223,10 +285,7 @@ mod tests {
         let all = Privileges::ALL_ON_RELATION;
         let mut table = Ownership::new(ALICE);
         table.revoke(all, ALICE, ALICE, all, false);
-        let alice = RoleRights {
-            oid: Some(ALICE),
-            superuser: false,
-        };
+        let alice = RoleRights::of(ALICE, &[role(ALICE, false)]);
         assert_eq!(alice.privileges(&table, all), Privileges::NONE);
         assert_eq!(alice.grant_options(&table, all), all);
         assert!(alice.may_see(&table, all, all));
@@ -234,7 +293,7 @@ mod tests {
 
     #[test]
     fn system_relations_are_readable_but_for_the_secret_ones() {
-        let public = RoleRights::PUBLIC;
+        let public = RoleRights::public();
         let all = Privileges::ALL_ON_RELATION;
         let pg_class = system_relation_ownership(PG_CATALOG, "pg_class");
         let pg_authid = system_relation_ownership(PG_CATALOG, "pg_authid");

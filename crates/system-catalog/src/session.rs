@@ -10,8 +10,10 @@ use crate::{is_system_schema, pg_catalog, PG_CATALOG};
 /// What the catalogs need to know about the session that queries them.
 #[derive(Clone, Debug, Default)]
 pub struct SessionInfo {
-    /// The user the session authenticated as.
+    /// The role the session acts as (`current_user`: `SET ROLE` changes it).
     pub user: String,
+    /// The user the session authenticated as (`session_user`).
+    pub session_user: String,
     /// The schemas of the search path, in order (existing or not).
     pub search_path: Vec<String>,
     /// The session's settings (`SHOW`), by lower-case name.

@@ -28,7 +28,8 @@ pub(crate) const MENU: GlobalId = GlobalId(3);
 /// The schema `sales`, alice's.
 pub(crate) const SALES: GlobalId = GlobalId(4);
 
-fn role(oid: u32, name: &str, superuser: bool) -> Role {
+/// A role that logs in and inherits (a superuser with every attribute).
+pub(crate) fn role(oid: u32, name: &str, superuser: bool) -> Role {
     Role {
         oid,
         name: name.into(),
@@ -42,6 +43,7 @@ fn role(oid: u32, name: &str, superuser: bool) -> Role {
         connection_limit: -1,
         password: None,
         valid_until: None,
+        member_of: Vec::new(),
     }
 }
 
@@ -130,6 +132,7 @@ pub(crate) fn catalog() -> CatalogInput {
 pub(crate) fn session(user: &str) -> SessionInfo {
     SessionInfo {
         user: user.into(),
+        session_user: user.into(),
         search_path: vec!["public".into()],
         ..SessionInfo::default()
     }

@@ -11,6 +11,7 @@
 //! - `'{a,b}'::text[]` is an array, and `x = ANY('{a,b}')` is `x IN ('a', 'b')`; `x LIKE p
 //!   ESCAPE '/'` escapes with `/`;
 //! - `ARRAY(SELECT e …)` is the `array_agg` of the subquery (in the subquery's order);
+//! - `current_role` is the function, as `current_user` is;
 //! - `(composite).field` reads the field; `FROM unnest(a) x` names the column `x` too;
 //! - `generate_subscripts(a, 1)`, `information_schema._pg_expandarray(a)` and
 //!   `generate_series(…)` in a select list are unnested lists, so they give rows and stay in
@@ -371,6 +372,17 @@ impl VisitorMut for Rewriter<'_> {
                 self.take_single_value(query);
                 None
             }
+            // A keyword that is a function, as `current_user` is (sqlparser reads that one).
+            Expr::Identifier(ident) if is_current_role(ident) => Some(Expr::Function(Function {
+                name: ObjectName::from(vec![ident.clone()]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::None,
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: Vec::new(),
+            })),
             _ => None,
         };
         if let Some(replacement) = replacement {
@@ -944,6 +956,11 @@ fn cast(expr: Expr, data_type: SqlType) -> Expr {
 }
 
 /// A call of the function `name` with positional arguments.
+/// Whether `ident` is the keyword `current_role`, which PostgreSQL reads as a function.
+pub(crate) fn is_current_role(ident: &Ident) -> bool {
+    ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("current_role")
+}
+
 pub(crate) fn call(name: &str, args: Vec<Expr>) -> Expr {
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),

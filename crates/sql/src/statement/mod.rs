@@ -34,10 +34,12 @@ pub use ddl::{
     Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView,
     Drop, ObjectKind, Rename, TableDefinition,
 };
-pub use privileges::{AlterOwner, PrivilegeAction, PrivilegeChange, PrivilegeTarget, RoleSpec};
+pub use privileges::{
+    AlterOwner, PrivilegeAction, PrivilegeChange, PrivilegeTarget, RoleMembershipChange, RoleSpec,
+};
 pub use query::{parameter_types, ParameterTypes, Query};
 pub use roles::{AlterRole, CreateRole, DropRole, RoleOptions};
-pub use settings::{Explain, Set, Show};
+pub use settings::{Explain, Set, Show, NO_ROLE, ROLE};
 pub use sinks::CreateSink;
 pub use sources::{CreateSource, CreateTableFromSource};
 pub use subscriptions::{AsOf, CreateSubscription, Subscribe, SubscribeTarget, DEFAULT_RETENTION};
@@ -104,6 +106,8 @@ pub enum Statement {
     DropRole(DropRole),
     /// `GRANT` / `REVOKE` of privileges on objects.
     Privileges(PrivilegeChange),
+    /// `GRANT role TO role` / `REVOKE role FROM role`.
+    RoleMembership(RoleMembershipChange),
     /// `ALTER … OWNER TO`.
     AlterOwner(AlterOwner),
     /// `BEGIN` / `START TRANSACTION`, with the isolation level it names (in PostgreSQL's
@@ -145,8 +149,8 @@ pub enum Statement {
     Set(Set),
     /// `SHOW`.
     Show(Show),
-    /// `DISCARD ALL`.
-    Discard,
+    /// `DISCARD ALL | PLANS | SEQUENCES | TEMP`: what is discarded, in upper case.
+    Discard(String),
     /// A statement that parses but cannot run; executing it returns the error.
     Rejected(SqlError),
 }
@@ -272,6 +276,7 @@ impl Statement {
             ),
             S::Explain { statement, .. } => Statement::Explain(Explain::from_sql(*statement)?),
             S::Set(set) => Statement::Set(Set::from_sql(set)?),
+            S::Reset(reset) => Statement::Set(settings::reset(reset)?),
             S::ShowVariable { variable } => Statement::Show(Show::variable(&variable)),
             S::ShowTables { .. } => Statement::Show(Show::Objects(ObjectKind::Table)),
             S::ShowViews { materialized, .. } => Statement::Show(Show::Objects(if materialized {
@@ -283,7 +288,7 @@ impl Statement {
                 name: crate::names::object_ref(&obj_name)?,
                 kind: None,
             }),
-            S::Discard { .. } => Statement::Discard,
+            S::Discard { object_type } => Statement::Discard(object_type.to_string()),
             other => {
                 return Err(SqlError::Unsupported(format!(
                     "statement {}",
@@ -326,6 +331,7 @@ impl fmt::Display for Statement {
             Statement::AlterRole(_) => "ALTER ROLE",
             Statement::DropRole(_) => "DROP ROLE",
             Statement::Privileges(change) => change.tag(),
+            Statement::RoleMembership(change) => change.tag(),
             Statement::AlterOwner(alter) => alter.tag(),
             Statement::Begin { .. } => "BEGIN",
             Statement::Commit => "COMMIT",
@@ -341,7 +347,7 @@ impl fmt::Display for Statement {
             Statement::Explain(_) => "EXPLAIN",
             Statement::Set(_) => "SET",
             Statement::Show(_) => "SHOW",
-            Statement::Discard => "DISCARD",
+            Statement::Discard(_) => "DISCARD",
             Statement::Rejected(_) => "rejected statement",
         };
         f.write_str(kind)

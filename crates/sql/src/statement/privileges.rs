@@ -78,6 +78,33 @@ impl PrivilegeChange {
     }
 }
 
+/// `GRANT role TO role` or `REVOKE role FROM role`: membership in roles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleMembershipChange {
+    /// `GRANT` (else `REVOKE`).
+    pub grant: bool,
+    /// `GRANT … WITH ADMIN OPTION`, or `REVOKE ADMIN OPTION FOR …` (which takes only the
+    /// right to grant the role on, leaving the membership).
+    pub admin_option: bool,
+    /// The roles granted or revoked.
+    pub roles: Vec<String>,
+    /// The roles that become or stop being their members.
+    pub members: Vec<RoleSpec>,
+    /// `GRANTED BY role`.
+    pub granted_by: Option<RoleSpec>,
+}
+
+impl RoleMembershipChange {
+    /// The command tag: `GRANT ROLE` or `REVOKE ROLE`, as PostgreSQL 15 answers.
+    pub fn tag(&self) -> &'static str {
+        if self.grant {
+            "GRANT ROLE"
+        } else {
+            "REVOKE ROLE"
+        }
+    }
+}
+
 /// `ALTER TABLE | VIEW | MATERIALIZED VIEW | SOURCE | SINK | SUBSCRIPTION | SCHEMA name
 /// OWNER TO role`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,17 +150,16 @@ pub(crate) fn parse_privilege_statement(
 }
 
 fn parse_change(parser: &mut Parser, grant: bool) -> Result<Statement, SqlError> {
+    if !grant && parser.parse_keywords(&[Keyword::ADMIN, Keyword::OPTION, Keyword::FOR]) {
+        return parse_membership_change(parser, false, true);
+    }
     let grant_option_only =
         !grant && parser.parse_keywords(&[Keyword::GRANT, Keyword::OPTION, Keyword::FOR]);
-    let privileges = parse_privileges(parser)?;
-    if !parser.parse_keyword(Keyword::ON) {
-        while !matches!(parser.peek_token().token, Token::SemiColon | Token::EOF) {
-            parser.next_token();
-        }
-        return Ok(Statement::Rejected(SqlError::Unsupported(
-            "role membership (GRANT role TO role, REVOKE role FROM role)".into(),
-        )));
+    if !grant_option_only && !names_privileges(parser) {
+        return parse_membership_change(parser, grant, false);
     }
+    let privileges = parse_privileges(parser)?;
+    parser.expect_keyword_is(Keyword::ON)?;
     let target = parse_target(parser)?;
     parser.expect_keyword_is(if grant { Keyword::TO } else { Keyword::FROM })?;
     let grantees = parse_comma_separated(parser, parse_role_spec)?;
@@ -161,6 +187,51 @@ fn parse_change(parser: &mut Parser, grant: bool) -> Result<Statement, SqlError>
         privileges,
         target,
         grantees,
+        granted_by,
+    }))
+}
+
+/// Whether the GRANT or REVOKE ahead is of privileges (`… ON …`) rather than of roles
+/// (`GRANT role TO role`): an `ON` comes before the `TO` or `FROM`.
+fn names_privileges(parser: &Parser) -> bool {
+    for n in 0.. {
+        match parser.peek_nth_token(n).token {
+            Token::Word(word) if word.keyword == Keyword::ON => return true,
+            Token::Word(word) if matches!(word.keyword, Keyword::TO | Keyword::FROM) => {
+                return false
+            }
+            Token::SemiColon | Token::EOF => return true,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The rest of `GRANT role, … TO role, … [WITH ADMIN OPTION] [GRANTED BY role]` or `REVOKE
+/// [ADMIN OPTION FOR] role, … FROM role, … [GRANTED BY role] [CASCADE | RESTRICT]`.
+fn parse_membership_change(
+    parser: &mut Parser,
+    grant: bool,
+    admin_option_only: bool,
+) -> Result<Statement, SqlError> {
+    let roles = parse_comma_separated(parser, parse_plain_name)?;
+    parser.expect_keyword_is(if grant { Keyword::TO } else { Keyword::FROM })?;
+    let members = parse_comma_separated(parser, parse_role_spec)?;
+    let admin_option =
+        grant && parser.parse_keywords(&[Keyword::WITH, Keyword::ADMIN, Keyword::OPTION]);
+    let granted_by = if parser.parse_keywords(&[Keyword::GRANTED, Keyword::BY]) {
+        Some(parse_role_spec(parser)?)
+    } else {
+        None
+    };
+    if !grant && !parser.parse_keyword(Keyword::CASCADE) {
+        let _ = parser.parse_keyword(Keyword::RESTRICT);
+    }
+    Ok(Statement::RoleMembership(RoleMembershipChange {
+        grant,
+        admin_option: admin_option || admin_option_only,
+        roles,
+        members,
         granted_by,
     }))
 }
@@ -412,11 +483,37 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_supported_says_so() {
+    fn roles_are_granted_and_revoked_as_members() {
+        let Statement::RoleMembership(change) =
+            one("GRANT reader, \"Writer\" TO alice, CURRENT_USER WITH ADMIN OPTION")
+        else {
+            panic!("not a membership change");
+        };
+        assert!(change.grant && change.admin_option);
+        assert_eq!(change.roles, ["reader", "Writer"]);
+        assert_eq!(
+            change.members,
+            [RoleSpec::Name("alice".into()), RoleSpec::CurrentUser]
+        );
+        let Statement::RoleMembership(change) =
+            one("REVOKE ADMIN OPTION FOR reader FROM GROUP alice GRANTED BY bob CASCADE")
+        else {
+            panic!("not a membership change");
+        };
+        assert!(!change.grant && change.admin_option);
+        assert_eq!(change.granted_by, Some(RoleSpec::Name("bob".into())));
+        let Statement::RoleMembership(change) = one("REVOKE reader FROM alice") else {
+            panic!("not a membership change");
+        };
+        assert!(!change.grant && !change.admin_option);
         assert!(matches!(
-            one("GRANT admin TO alice"),
-            Statement::Rejected(SqlError::Unsupported(_))
+            one("GRANT SELECT ON t TO alice"),
+            Statement::Privileges(_)
         ));
+    }
+
+    #[test]
+    fn what_is_not_supported_says_so() {
         assert!(matches!(
             parse("GRANT SELECT (a) ON t TO bi"),
             Err(SqlError::Unsupported(_))

@@ -22,6 +22,12 @@ pub struct CreateRole {
     pub name: String,
     /// Its attributes, as written.
     pub options: RoleOptions,
+    /// `IN ROLE r, …` (or `IN GROUP`): the roles it becomes a member of.
+    pub in_roles: Vec<String>,
+    /// `ROLE m, …` (or `USER`): the roles that become its members.
+    pub members: Vec<String>,
+    /// `ADMIN m, …`: the roles that become its members WITH ADMIN OPTION.
+    pub admins: Vec<String>,
 }
 
 /// `ALTER ROLE name …`.
@@ -82,16 +88,6 @@ impl CreateRole {
     /// Types sqlparser's `CREATE ROLE`; `user` for `CREATE USER`, whose roles may log in
     /// unless `NOLOGIN` says otherwise.
     pub(crate) fn from_sql(create: ast::CreateRole, user: bool) -> Result<Self, SqlError> {
-        let unsupported_membership = !create.in_role.is_empty()
-            || !create.in_group.is_empty()
-            || !create.role.is_empty()
-            || !create.user.is_empty()
-            || !create.admin.is_empty();
-        if unsupported_membership {
-            return Err(SqlError::Unsupported(
-                "role membership (IN ROLE, ROLE, ADMIN, USER) is not supported".into(),
-            ));
-        }
         if create.if_not_exists || create.authorization_owner.is_some() {
             return Err(SqlError::Syntax(
                 "syntax error: CREATE ROLE takes neither IF NOT EXISTS nor AUTHORIZATION".into(),
@@ -119,7 +115,14 @@ impl CreateRole {
             password: create.password.as_ref().map(password).transpose()?,
             valid_until: create.valid_until.as_ref().map(valid_until).transpose()?,
         };
-        Ok(CreateRole { name, options })
+        let names = |idents: &[ast::Ident]| idents.iter().map(fold_ident).collect::<Vec<_>>();
+        Ok(CreateRole {
+            name,
+            options,
+            in_roles: [names(&create.in_role), names(&create.in_group)].concat(),
+            members: [names(&create.role), names(&create.user)].concat(),
+            admins: names(&create.admin),
+        })
     }
 }
 
@@ -395,6 +398,13 @@ mod tests {
             refused("ALTER ROLE a VALID UNTIL 'garbage'"),
             "invalid input syntax for type timestamp with time zone: \"garbage\""
         );
-        assert!(refused("CREATE ROLE a IN ROLE b").contains("not supported"));
+        let Statement::CreateRole(create) =
+            parse_one("CREATE ROLE a IN ROLE b, \"C\" ROLE d USER e ADMIN f")
+        else {
+            panic!("not a CREATE ROLE");
+        };
+        assert_eq!(create.in_roles, ["b", "C"]);
+        assert_eq!(create.members, ["d", "e"]);
+        assert_eq!(create.admins, ["f"]);
     }
 }

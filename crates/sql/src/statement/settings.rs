@@ -4,7 +4,7 @@
 use datafusion::sql::sqlparser::ast::{self, Expr, Value, ValueWithSpan};
 
 use super::{CreateView, ObjectKind, Query};
-use crate::names::ObjectRef;
+use crate::names::{fold_ident, ObjectRef};
 use crate::SqlError;
 
 /// `SET`.
@@ -17,6 +17,11 @@ pub enum Set {
         name: String,
         /// The value as text.
         value: String,
+    },
+    /// `RESET name`: `SET name TO DEFAULT`, answered `RESET`.
+    Reset {
+        /// The setting, in lower case.
+        name: String,
     },
     /// `SET TRANSACTION ISOLATION LEVEL …` (for the transaction block) or `SET SESSION
     /// CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL …` (for the session's transactions).
@@ -60,12 +65,35 @@ impl Set {
                 None => Set::Ignored,
             },
             ast::Set::SetSessionParam(_) => Set::Ignored,
+            ast::Set::SetRole {
+                context_modifier: Some(ast::ContextModifier::Local),
+                ..
+            } => return Err(SqlError::Unsupported("SET LOCAL ROLE".into())),
+            ast::Set::SetRole { role_name, .. } => Set::Variable {
+                name: ROLE.into(),
+                value: role_name.map_or_else(|| NO_ROLE.into(), |role| fold_ident(&role)),
+            },
             ast::Set::SetNames { charset_name, .. } => Set::Variable {
                 name: "client_encoding".into(),
                 value: charset_name.to_string(),
             },
             other => return Err(SqlError::Unsupported(format!("{other}"))),
         })
+    }
+}
+
+/// The setting `SET ROLE` changes.
+pub const ROLE: &str = "role";
+/// `role` when no `SET ROLE` is in force (`SET ROLE NONE`, `RESET ROLE`).
+pub const NO_ROLE: &str = "none";
+
+/// `RESET name`: `SET name TO DEFAULT` (`RESET ALL` is refused: 0A000).
+pub(crate) fn reset(reset: ast::ResetStatement) -> Result<Set, SqlError> {
+    match reset.reset {
+        ast::Reset::ConfigurationParameter(name) => Ok(Set::Reset {
+            name: setting_name(&name),
+        }),
+        ast::Reset::ALL => Err(SqlError::Unsupported("RESET ALL".into())),
     }
 }
 

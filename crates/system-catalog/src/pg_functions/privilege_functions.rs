@@ -189,21 +189,26 @@ fn schema(lookup: &Lookup, rights: RoleRights, args: &[ScalarValue]) -> Result<O
     Ok(ownership.map(|ownership| wanted.held_by(rights, &ownership, all)))
 }
 
-/// `pg_has_role([role,] role, 'MEMBER' | 'USAGE')`: a role has its own privileges, and a
-/// superuser every role's; only a superuser may grant a role (`… WITH ADMIN OPTION`).
+/// `pg_has_role([role,] role, 'MEMBER' | 'USAGE')`: a role is a member of itself and of the
+/// roles it was granted, directly or through others, and has the privileges of those it
+/// inherits from; a superuser is a member of every role. `… WITH ADMIN OPTION`: it may grant
+/// the role.
 fn role(lookup: &Lookup, rights: RoleRights, args: &[ScalarValue]) -> Result<Option<bool>> {
     let role = lookup.role_oid_arg(&args[0])?;
     let asked = parse_list(&text(&args[1]), &[GRANT_OPTION, ADMIN_OPTION], |name| {
-        ["MEMBER", "USAGE"]
-            .iter()
-            .any(|known| known.eq_ignore_ascii_case(name))
-            .then_some(())
-    })?;
-    Ok(Some(asked.iter().any(|((), admin)| {
-        if *admin {
-            rights.superuser
+        if name.eq_ignore_ascii_case("MEMBER") {
+            Some(true)
+        } else if name.eq_ignore_ascii_case("USAGE") {
+            Some(false)
         } else {
-            rights.acts_as(role)
+            None
+        }
+    })?;
+    Ok(Some(asked.iter().any(|(member, admin)| {
+        match (member, admin) {
+            (_, true) => rights.has_admin_option(role, &lookup.snapshot.roles),
+            (true, false) => rights.is_member_of(role),
+            (false, false) => rights.acts_as(role),
         }
     })))
 }
@@ -314,14 +319,13 @@ impl Lookup<'_> {
     /// The rights of the role an argument names.
     fn rights_arg(&self, value: &ScalarValue, kind: RoleArg) -> Result<RoleRights> {
         if !is_text(value) {
-            return Ok(
-                oid_arg(value).map_or(RoleRights::PUBLIC, |oid| self.snapshot.role_rights(oid))
-            );
+            return Ok(oid_arg(value)
+                .map_or_else(RoleRights::public, |oid| self.snapshot.role_rights(oid)));
         }
         let name = text(value);
         match (self.snapshot.rights_of_role_named(&name), kind) {
             (Some(rights), _) => Ok(rights),
-            (None, RoleArg::OrPublic) if name == "public" => Ok(RoleRights::PUBLIC),
+            (None, RoleArg::OrPublic) if name == "public" => Ok(RoleRights::public()),
             (None, _) => Err(unknown("role", name)),
         }
     }
@@ -504,10 +508,7 @@ mod tests {
             true,
         );
         let wanted = Wanted::parse("select with grant option", Privileges::ALL_ON_RELATION);
-        let alice = RoleRights {
-            oid: Some(ALICE),
-            superuser: false,
-        };
+        let alice = RoleRights::of(ALICE, &[crate::test_catalog::role(ALICE, "alice", false)]);
         assert!(wanted
             .unwrap()
             .held_by(alice, &revoked, Privileges::ALL_ON_RELATION));

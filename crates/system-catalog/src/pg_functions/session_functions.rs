@@ -143,7 +143,13 @@ pub(super) fn functions(env: &FunctionEnv) -> Vec<ScalarUDF> {
             name,
             any_arity(&[0], stable),
             DataType::Utf8,
-            move |_| Ok(text(Some(session.user.clone()))),
+            move |_| {
+                let user = match name {
+                    "session_user" => &session.session_user,
+                    _ => &session.user,
+                };
+                Ok(text(Some(user.clone())))
+            },
         ));
     }
     functions.extend(schema_functions(env));
