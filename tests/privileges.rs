@@ -405,7 +405,7 @@ async fn bad_and_late_records_show_only_the_sources_a_role_may_read() {
 }
 
 #[tokio::test]
-async fn members_of_a_role_share_its_privileges_and_may_take_it_on() {
+async fn members_of_a_role_share_its_privileges_and_default_privileges_apply() {
     let data = tempfile::tempdir().expect("tempdir");
     let server = TestServer::start_in(data.path());
     let admin = setup(&server).await;
@@ -475,12 +475,22 @@ async fn members_of_a_role_share_its_privileges_and_may_take_it_on() {
     admin.batch_execute("RESET ROLE").await.expect("RESET ROLE");
     assert_eq!(rows(&admin, "SELECT count(*) FROM secret").await, ["0"]);
 
-    // Memberships are durable, and go with a dropped role.
+    // Memberships and default privileges are durable; a dropped role's memberships go.
+    admin
+        .batch_execute("ALTER DEFAULT PRIVILEGES FOR ROLE alice GRANT SELECT ON TABLES TO bi")
+        .await
+        .expect("default privileges");
     drop((admin, bi, carol));
     drop(server);
     let server = TestServer::start_in(data.path());
     let bi = server.connect_as("bi").await;
     assert_eq!(rows(&bi, "SELECT v FROM t").await, ["a"]);
+    let alice = server.connect_as("alice").await;
+    alice
+        .batch_execute("CREATE TABLE alices (n int); INSERT INTO alices VALUES (7)")
+        .await
+        .expect("alice creates a table");
+    assert_eq!(rows(&bi, "SELECT n FROM alices").await, ["7"]);
     let admin = server.connect().await;
     admin
         .batch_execute("REVOKE SELECT ON t FROM readers; DROP ROLE readers")

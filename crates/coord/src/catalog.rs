@@ -16,6 +16,7 @@ use sql::ObjectRef;
 use system_catalog::{is_system_schema, SystemSchemas};
 
 use crate::catalog_input::SharedCatalog;
+use crate::default_privileges::DefaultAclKey;
 use crate::error::CoordError;
 use crate::roles::Roles;
 use crate::system_status::RunningSystem;
@@ -87,6 +88,8 @@ pub(crate) struct Catalog {
     ownership: BTreeMap<GlobalId, Ownership>,
     /// The owner and ACL of the built-in `public` schema.
     pub public_schema: Ownership,
+    /// Default privileges (see `default_privileges`), by role, schema and kind of object.
+    pub default_privileges: BTreeMap<DefaultAclKey, Ownership>,
     /// Why each stopped item's dataflow is stopped (see `view_memory`).
     stopped: BTreeMap<GlobalId, String>,
     /// How many times items were added, removed or changed.
@@ -102,6 +105,7 @@ impl Default for Catalog {
             comments: BTreeMap::new(),
             ownership: BTreeMap::new(),
             public_schema: Ownership::public_schema(),
+            default_privileges: BTreeMap::new(),
             stopped: BTreeMap::new(),
             generation: 0,
         }

@@ -43,6 +43,18 @@ impl CatalogReader for SharedCatalog {
                 .collect(),
             comments: catalog.comments.clone(),
             public_schema: catalog.public_schema.clone(),
+            default_acls: catalog
+                .default_privileges
+                .iter()
+                .map(
+                    |((role, schema, object_type), ownership)| system_catalog::DefaultAcl {
+                        role: *role,
+                        schema: schema.clone(),
+                        object_type: *object_type,
+                        ownership: ownership.clone(),
+                    },
+                )
+                .collect(),
             roles: self.roles.all(),
             table_rows: table_sizes
                 .iter()

@@ -393,6 +393,9 @@ impl Coordinator {
             Statement::DropRole(drop) => self.drop_role(session, drop),
             Statement::Privileges(change) => self.change_privileges(session, change).await,
             Statement::RoleMembership(change) => self.change_role_membership(session, change),
+            Statement::DefaultPrivileges(change) => {
+                self.alter_default_privileges(session, change).await
+            }
             Statement::AlterOwner(alter) => self.alter_owner(session, alter).await,
             Statement::Begin { isolation } => Ok(self.begin(session, isolation)),
             Statement::Commit => self.commit(session).await,

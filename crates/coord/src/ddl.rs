@@ -565,7 +565,11 @@ impl Coordinator {
         create_sql: &str,
         depends_on: Vec<GlobalId>,
     ) -> Result<GlobalId, CoordError> {
-        let ownership = Ownership::new(self.acting_role(session)?.oid);
+        let owner = self.acting_role(session)?.oid;
+        let ownership = Ownership {
+            owner,
+            acl: self.default_acl(owner, schema, kind),
+        };
         let id = self.durable.allocate_id()?;
         let put = CatalogOp::Put(CatalogItem {
             id,

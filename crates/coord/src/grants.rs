@@ -109,7 +109,7 @@ impl Coordinator {
         let mut changed = Vec::new();
         for target in targets {
             let all = all_privileges(target.kind);
-            let wanted = wanted_privileges(change.privileges.as_deref(), &target)?;
+            let wanted = wanted_privileges(change.privileges.as_deref(), target.kind, "table")?;
             let mut ownership = self.ownership(target.id);
             let Some((grantor, privileges)) =
                 self.grantor(session, &acting, &ownership, &target, wanted, change.action)?
@@ -211,6 +211,8 @@ impl Coordinator {
         for item in catalog.items() {
             describe(item.kind, &item.name, catalog.ownership(item.id));
         }
+        drop(catalog);
+        dependents.extend(self.default_privileges_depending_on(role));
         dependents
     }
 
@@ -229,7 +231,7 @@ impl Coordinator {
     }
 
     /// A role's name by OID (its number if it is gone).
-    fn role_name(&self, oid: u32) -> String {
+    pub(crate) fn role_name(&self, oid: u32) -> String {
         self.roles
             .all()
             .into_iter()
@@ -502,8 +504,14 @@ impl Coordinator {
 
 /// The privileges a GRANT or REVOKE names (`None`: ALL), checked against what `target`'s
 /// kind has (0LP01 `invalid privilege type USAGE for table`).
-fn wanted_privileges(names: Option<&[String]>, target: &Target) -> Result<Privileges, CoordError> {
-    let all = all_privileges(target.kind);
+/// The privileges `names` asks for on an object of `kind` (`None`: `ALL`; 0LP01 for one
+/// the kind does not have, calling a relation `relation_noun`, as PostgreSQL words it).
+pub(crate) fn wanted_privileges(
+    names: Option<&[String]>,
+    kind: ItemKind,
+    relation_noun: &str,
+) -> Result<Privileges, CoordError> {
+    let all = all_privileges(kind);
     let Some(names) = names else {
         return Ok(all);
     };
@@ -512,9 +520,9 @@ fn wanted_privileges(names: Option<&[String]>, target: &Target) -> Result<Privil
         match Privileges::from_name(name) {
             Some(privilege) if all.contains(privilege) => wanted |= privilege,
             _ => {
-                let kind = match target.kind {
+                let kind = match kind {
                     ItemKind::Schema => "schema",
-                    _ => "table",
+                    _ => relation_noun,
                 };
                 return Err(CoordError::InvalidGrant(format!(
                     "invalid privilege type {name} for {kind}"

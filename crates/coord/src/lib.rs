@@ -23,6 +23,7 @@ mod copy;
 mod copy_to;
 mod cursors;
 mod ddl;
+mod default_privileges;
 mod describe;
 mod durable_subscriptions;
 mod error;

@@ -34,6 +34,7 @@ impl Coordinator {
         let started = Instant::now();
         let items = self.durable.items()?;
         self.load_ownership(&items)?;
+        self.load_default_privileges()?;
         for item in items.iter().filter(|i| i.kind == ItemKind::Schema) {
             self.install_schema(item.id, &item.name, &item.create_sql);
         }

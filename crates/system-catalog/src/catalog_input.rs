@@ -32,6 +32,21 @@ pub struct CatalogInput {
     pub table_bytes: BTreeMap<GlobalId, i64>,
     /// The owner and ACL of the built-in `public` schema.
     pub public_schema: Ownership,
+    /// Default privileges (`ALTER DEFAULT PRIVILEGES`), as `pg_default_acl` lists them.
+    pub default_acls: Vec<DefaultAcl>,
+}
+
+/// One entry of default privileges: what role `role`'s new objects of one kind get.
+#[derive(Clone, Debug)]
+pub struct DefaultAcl {
+    /// The role whose new objects it is about.
+    pub role: u32,
+    /// The schema they are created in (`None`: any).
+    pub schema: Option<String>,
+    /// The kind of object, as `pg_default_acl.defaclobjtype` (`r` relations, `n` schemas).
+    pub object_type: char,
+    /// The privileges, as an object owned by `role` would hold them.
+    pub ownership: Ownership,
 }
 
 impl CatalogInput {

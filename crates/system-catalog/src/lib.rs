@@ -39,7 +39,7 @@ mod test_catalog;
 mod types;
 
 pub use backends::{BackendActivity, Backends};
-pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, ItemDetails};
+pub use catalog_input::{CatalogInput, CatalogItem, CatalogReader, DefaultAcl, ItemDetails};
 pub use late_events::{late_events_desc, LATE_EVENTS, LATE_EVENTS_NAME};
 pub use oids::item_oid;
 pub use pg_functions::{display_reg_types, register_functions};

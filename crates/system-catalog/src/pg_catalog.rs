@@ -21,7 +21,7 @@ use crate::session::SessionInfo;
 use crate::snapshot::{CatalogSnapshot, Column, Relation};
 use crate::types::type_info;
 use crate::PG_CATALOG;
-use repr::{Role, BOOTSTRAP_ROLE_OID};
+use repr::{Privileges, Role, BOOTSTRAP_ROLE_OID};
 
 /// `pg_am.oid` of heap, the access method of tables and materialized views.
 const HEAP_AM: u32 = 2;
@@ -49,6 +49,7 @@ pub(crate) fn rows_of(relation: &str) -> Option<RowsFn> {
         "pg_roles" => pg_roles,
         "pg_authid" => pg_authid,
         "pg_auth_members" => pg_auth_members,
+        "pg_default_acl" => pg_default_acl,
         "pg_user" => pg_user,
         "pg_shadow" => pg_shadow,
         "pg_settings" => pg_settings,
@@ -472,6 +473,37 @@ fn pg_auth_members(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<Record
                 ("admin_option", membership.admin_option.into()),
             ]);
         }
+    }
+    out.into_batch()
+}
+
+/// The first OID of `pg_default_acl`'s rows, numbered in the order of the entries.
+const FIRST_DEFAULT_ACL_OID: u32 = 0x7000_0000;
+
+/// `pg_default_acl`: default privileges (psql's `\ddp`); `defaclnamespace` 0 for an entry
+/// about any schema.
+fn pg_default_acl(snapshot: &CatalogSnapshot, _: &SessionInfo) -> Result<RecordBatch> {
+    let mut out = rows("pg_default_acl");
+    for (n, entry) in (0u32..).zip(&snapshot.default_acls) {
+        let namespace = entry
+            .schema
+            .as_deref()
+            .and_then(|name| snapshot.namespace(name))
+            .map_or(0, |namespace| namespace.oid);
+        let all = if entry.object_type == 'n' {
+            Privileges::ALL_ON_SCHEMA
+        } else {
+            Privileges::ALL_ON_RELATION
+        };
+        let mut ownership = entry.ownership.clone();
+        ownership.acl = Some(ownership.effective_acl(all));
+        out.push(&[
+            ("oid", (FIRST_DEFAULT_ACL_OID + n).into()),
+            ("defaclrole", entry.role.into()),
+            ("defaclnamespace", namespace.into()),
+            ("defaclobjtype", entry.object_type.to_string().into()),
+            ("defaclacl", snapshot.acl_items(&ownership).into()),
+        ]);
     }
     out.into_batch()
 }

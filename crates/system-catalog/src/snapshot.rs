@@ -109,6 +109,8 @@ pub(crate) struct CatalogSnapshot {
     pub table_bytes: BTreeMap<u32, i64>,
     /// The roles, by name.
     pub roles: Vec<repr::Role>,
+    /// Default privileges.
+    pub default_acls: Vec<crate::DefaultAcl>,
 }
 
 /// A `COMMENT ON` text, as `pg_description` holds it.
@@ -149,6 +151,7 @@ impl CatalogSnapshot {
             snapshot.add_item(*id, item);
         }
         snapshot.roles = catalog.roles.clone();
+        snapshot.default_acls = catalog.default_acls.clone();
         snapshot.table_rows = catalog
             .table_rows
             .iter()

@@ -11,6 +11,7 @@ mod access;
 mod copy;
 mod cursor;
 pub(crate) mod ddl;
+mod default_privileges;
 pub(crate) mod privileges;
 mod query;
 pub(crate) mod roles;
@@ -34,6 +35,7 @@ pub use ddl::{
     Comment, CommentTarget, CreateIndex, CreateSchema, CreateTable, CreateTableAs, CreateView,
     Drop, ObjectKind, Rename, TableDefinition,
 };
+pub use default_privileges::{DefaultObjects, DefaultPrivilegesChange};
 pub use privileges::{
     AlterOwner, PrivilegeAction, PrivilegeChange, PrivilegeTarget, RoleMembershipChange, RoleSpec,
 };
@@ -108,6 +110,8 @@ pub enum Statement {
     Privileges(PrivilegeChange),
     /// `GRANT role TO role` / `REVOKE role FROM role`.
     RoleMembership(RoleMembershipChange),
+    /// `ALTER DEFAULT PRIVILEGES`.
+    DefaultPrivileges(DefaultPrivilegesChange),
     /// `ALTER … OWNER TO`.
     AlterOwner(AlterOwner),
     /// `BEGIN` / `START TRANSACTION`, with the isolation level it names (in PostgreSQL's
@@ -332,6 +336,7 @@ impl fmt::Display for Statement {
             Statement::DropRole(_) => "DROP ROLE",
             Statement::Privileges(change) => change.tag(),
             Statement::RoleMembership(change) => change.tag(),
+            Statement::DefaultPrivileges(_) => "ALTER DEFAULT PRIVILEGES",
             Statement::AlterOwner(alter) => alter.tag(),
             Statement::Begin { .. } => "BEGIN",
             Statement::Commit => "COMMIT",

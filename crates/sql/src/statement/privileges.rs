@@ -135,8 +135,8 @@ impl AlterOwner {
     }
 }
 
-/// `GRANT …`, `REVOKE …` and `ALTER … OWNER TO …`; `None`, with nothing consumed, for any
-/// other statement.
+/// `GRANT …`, `REVOKE …`, `ALTER DEFAULT PRIVILEGES …` and `ALTER … OWNER TO …`; `None`,
+/// with nothing consumed, for any other statement.
 pub(crate) fn parse_privilege_statement(
     parser: &mut Parser,
 ) -> Result<Option<Statement>, SqlError> {
@@ -145,6 +145,9 @@ pub(crate) fn parse_privilege_statement(
     }
     if parser.parse_keyword(Keyword::REVOKE) {
         return parse_change(parser, false).map(Some);
+    }
+    if parser.parse_keywords(&[Keyword::ALTER, Keyword::DEFAULT, Keyword::PRIVILEGES]) {
+        return super::default_privileges::parse(parser).map(Some);
     }
     parse_alter_owner(parser)
 }
@@ -237,7 +240,7 @@ fn parse_membership_change(
 }
 
 /// `ALL [PRIVILEGES]` (`None`) or a list of privilege names.
-fn parse_privileges(parser: &mut Parser) -> Result<Option<Vec<String>>, SqlError> {
+pub(super) fn parse_privileges(parser: &mut Parser) -> Result<Option<Vec<String>>, SqlError> {
     if parser.parse_keyword(Keyword::ALL) {
         let _ = parser.parse_keyword(Keyword::PRIVILEGES);
         return Ok(None);
@@ -303,11 +306,11 @@ fn parse_target(parser: &mut Parser) -> Result<PrivilegeTarget, SqlError> {
 }
 
 /// A schema's, database's or role's name: one identifier.
-fn parse_plain_name(parser: &mut Parser) -> Result<String, SqlError> {
+pub(super) fn parse_plain_name(parser: &mut Parser) -> Result<String, SqlError> {
     Ok(fold_ident(&parser.parse_identifier()?))
 }
 
-fn parse_role_spec(parser: &mut Parser) -> Result<RoleSpec, SqlError> {
+pub(super) fn parse_role_spec(parser: &mut Parser) -> Result<RoleSpec, SqlError> {
     let _ = parser.parse_keyword(Keyword::GROUP);
     if parser.parse_keyword(Keyword::PUBLIC) {
         return Ok(RoleSpec::Public);
@@ -321,7 +324,7 @@ fn parse_role_spec(parser: &mut Parser) -> Result<RoleSpec, SqlError> {
     Ok(RoleSpec::Name(parse_plain_name(parser)?))
 }
 
-fn parse_comma_separated<T>(
+pub(super) fn parse_comma_separated<T>(
     parser: &mut Parser,
     mut item: impl FnMut(&mut Parser) -> Result<T, SqlError>,
 ) -> Result<Vec<T>, SqlError> {

@@ -106,6 +106,10 @@ impl ScalarUDFImpl for ArrayBounds {
         if all_scalar {
             return Ok(ColumnarValue::Scalar(results.swap_remove(0)));
         }
+        if results.is_empty() {
+            let empty = datafusion::arrow::array::new_empty_array(&self.return_type(&[])?);
+            return Ok(ColumnarValue::Array(empty));
+        }
         Ok(ColumnarValue::Array(ScalarValue::iter_to_array(results)?))
     }
 }

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{
+    new_empty_array, Array, ArrayRef, AsArray, RecordBatch, StringArray,
+};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::common::ScalarValue;
@@ -210,6 +212,9 @@ impl ScalarUDFImpl for RegLookup {
             return Ok(ColumnarValue::Scalar(
                 out.pop().unwrap_or(ScalarValue::Int64(None)),
             ));
+        }
+        if out.is_empty() {
+            return Ok(ColumnarValue::Array(new_empty_array(&DataType::Int64)));
         }
         Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?))
     }
