@@ -145,3 +145,33 @@ async fn psql_backslash_copy_loads_a_csv_file() {
     let expected: i64 = (1..=1000i64).map(|i| i * (i % 7)).sum();
     assert_eq!(count(&client, "SELECT dot FROM s").await, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copied_times_without_an_offset_are_local_times_of_the_session() {
+    let server = TestServer::start();
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE visits (id INT PRIMARY KEY, at TIMESTAMPTZ);
+             SET TIME ZONE 'Europe/Berlin'",
+        )
+        .await
+        .expect("schema");
+    let sink = client
+        .copy_in("COPY visits FROM STDIN")
+        .await
+        .expect("copy in");
+    let mut sink = Box::pin(sink);
+    sink.send(Bytes::from_static(
+        b"1\t2024-01-15 12:00:00\n2\t2024-07-15 12:00:00\n3\t2024-01-15 12:00:00+00\n",
+    ))
+    .await
+    .expect("send");
+    sink.as_mut().finish().await.expect("finish");
+    // Berlin is UTC+1 in January and UTC+2 in July; an explicit offset is kept.
+    let utc = "SELECT count(*) FROM visits WHERE \
+               (id = 1 AND at = TIMESTAMPTZ '2024-01-15 11:00:00+00') OR \
+               (id = 2 AND at = TIMESTAMPTZ '2024-07-15 10:00:00+00') OR \
+               (id = 3 AND at = TIMESTAMPTZ '2024-01-15 12:00:00+00')";
+    assert_eq!(count(&client, utc).await, 3);
+}

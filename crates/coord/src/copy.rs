@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::error::ArrowError;
 use repr::GlobalId;
 use sql::literals::{normalize, Temporal};
 use sql::{CopyFormat, CopyFrom, CopyOptions};
@@ -87,7 +89,12 @@ impl Coordinator {
         } else {
             records
         };
-        let batch = typed_batch(&codecs, &table.name, &plan.columns, &records)?;
+        let zone = session
+            .variable("timezone")
+            .filter(|zone| zone.parse::<Tz>().is_ok())
+            .unwrap_or("UTC")
+            .to_string();
+        let batch = typed_batch(&codecs, &table.name, &plan.columns, &records, &zone)?;
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
         // A bulk load checks many keys: it holds the sequencer rather than risk a conflict.
@@ -230,12 +237,14 @@ fn parse_csv(
     Ok(records)
 }
 
-/// Casts text records into a batch of the table's columns; unlisted columns are NULL.
+/// Casts text records into a batch of the table's columns; unlisted columns are NULL. A
+/// `timestamptz` without an offset is local time in `zone`, the session's.
 fn typed_batch(
     codecs: &TableCodecs,
     table: &str,
     columns: &[usize],
     records: &[Vec<Option<String>>],
+    zone: &str,
 ) -> Result<RecordBatch, CoordError> {
     for (line, record) in records.iter().enumerate() {
         if record.len() != columns.len() {
@@ -260,8 +269,8 @@ fn typed_batch(
     for (position, &column) in columns.iter().enumerate() {
         let field = schema.field(column);
         let temporal = match field.data_type() {
-            datafusion::arrow::datatypes::DataType::Timestamp(..) => Some(Temporal::Timestamp),
-            datafusion::arrow::datatypes::DataType::Interval(_) => Some(Temporal::Interval),
+            DataType::Timestamp(..) => Some(Temporal::Timestamp),
+            DataType::Interval(_) => Some(Temporal::Interval),
             _ => None,
         };
         let text: StringArray = records
@@ -271,17 +280,23 @@ fn typed_batch(
                 (_, value) => value.map(str::to_string),
             })
             .collect();
-        if field.data_type() == &datafusion::arrow::datatypes::DataType::Binary {
+        if field.data_type() == &DataType::Binary {
             let text: ArrayRef = Arc::new(text);
             arrays[column] = crate::table_rows::cast_column(&text, field.data_type())?;
             continue;
         }
-        arrays[column] = cast_with_options(&text, field.data_type(), &strict).map_err(|e| {
+        let invalid = |e: ArrowError| {
             CoordError::invalid_value(format!(
                 "invalid input for column \"{}\" of {table}: {e}",
                 field.name()
             ))
-        })?;
+        };
+        let read_as = match field.data_type() {
+            DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some(zone.into())),
+            other => other.clone(),
+        };
+        let read = cast_with_options(&text, &read_as, &strict).map_err(invalid)?;
+        arrays[column] = cast_with_options(&read, field.data_type(), &strict).map_err(invalid)?;
     }
     let relaxed = Arc::new(datafusion::arrow::datatypes::Schema::new(
         schema

@@ -156,6 +156,13 @@ impl Coordinator {
             .options_mut()
             .optimizer
             .enable_physical_uncorrelated_scalar_subquery = true;
+        // Local times read and written in the session's zone (see `sql::SessionTimeZone`).
+        if let Some(zone) = session.variable("timezone") {
+            config
+                .options_mut()
+                .extensions
+                .insert(sql::SessionTimeZone::named(zone));
+        }
         let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)
             .build();

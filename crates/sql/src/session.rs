@@ -70,6 +70,7 @@ pub fn new_state(catalog: Arc<dyn datafusion::catalog::CatalogProvider>) -> Sess
     analyzer_rules.push(Arc::new(crate::postgres_arrays::ArrayTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_text_casts::PostgresTextCasts));
     analyzer_rules.push(Arc::new(crate::postgres_integers::CheckedIntegerArithmetic));
+    analyzer_rules.push(Arc::new(crate::session_time_zone::LocalTimes));
     let mut expr_planners: Vec<Arc<dyn ExprPlanner>> =
         vec![Arc::new(crate::postgres_arrays::VectorSubscripts)];
     expr_planners.extend(SessionStateDefaults::default_expr_planners());
