@@ -37,6 +37,10 @@ struct Args {
     /// machine's memory.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_query_memory: Option<u64>,
+    /// The most queries computing at once (each on a thread of its own, kept while an open
+    /// portal or cursor has rows left); the next fails with 53000.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_running_queries: u32,
     /// The memory budget of a materialized view, in MiB, for views created without their own
     /// (`WITH (memory_budget = '…')`); a view that needs more is stopped, not the server.
     /// Default: a quarter of the machine's memory.
@@ -123,6 +127,7 @@ async fn run(args: Args) -> Result<(), String> {
         retain_history_ms: args.retain_history_ms,
         max_query_memory: megabytes_or_quarter(args.max_query_memory),
         max_view_memory: megabytes_or_quarter(args.max_view_memory),
+        max_running_queries: args.max_running_queries as usize,
         ssl,
     });
     // Clients that connect while the log is replayed are told the server is starting.

@@ -774,3 +774,59 @@ async fn malformed_messages_get_08p01_before_the_connection_closes() {
         .expect("another session");
     assert_eq!(row.get::<_, i32>(0), 1);
 }
+
+/// Portals left open each keep a query computing (on a thread of its own); past
+/// `--max-running-queries`, the next query fails with 53000, and closing a portal makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_portals_are_bounded_and_the_next_query_is_53000() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let server = TestServer::start_with_args(temp.path(), &["--max-running-queries", "2"]);
+    let mut client = server.connect().await;
+    let many = "SELECT n FROM generate_series(1, 10000000) AS s(n)";
+    let transaction = client.transaction().await.expect("begin");
+    let statement = transaction.prepare(many).await.expect("prepare");
+    let mut portals = Vec::new();
+    for _ in 0..2 {
+        let portal = transaction.bind(&statement, &[]).await.expect("bind");
+        let rows = transaction
+            .query_portal(&portal, 1)
+            .await
+            .expect("a first row");
+        assert_eq!(rows.len(), 1);
+        portals.push(portal);
+    }
+    let third = transaction.bind(&statement, &[]).await.expect("bind");
+    let error = transaction
+        .query_portal(&third, 1)
+        .await
+        .expect_err("a third computing query is refused");
+    assert_eq!(
+        error.code(),
+        Some(&SqlState::INSUFFICIENT_RESOURCES),
+        "{error}"
+    );
+    transaction.rollback().await.expect("rollback");
+    drop(portals);
+
+    // Once the portals are gone, their threads end and queries run again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match client
+            .query("SELECT n FROM generate_series(1, 1000) AS s(n)", &[])
+            .await
+        {
+            Ok(rows) => {
+                assert_eq!(rows.len(), 1000);
+                break;
+            }
+            Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_RESOURCES) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no room came back: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -20,6 +20,7 @@ use crate::in_flight::InFlightCommits;
 use crate::query_memory::QueryMemoryLimit;
 use crate::response::ExecuteResponse;
 use crate::roles::Roles;
+use crate::running_queries::RunningQueries;
 use crate::session::Session;
 use crate::system_status::RunningSystem;
 use crate::table_rows::TableCodecs;
@@ -46,6 +47,8 @@ pub struct CoordConfig {
     /// The memory budget of a materialized view created without its own, in bytes (see
     /// `view_memory`).
     pub max_view_memory: usize,
+    /// The most queries computing at once (see `running_queries`).
+    pub max_running_queries: usize,
     /// Whether clients may connect with TLS (`SHOW ssl`).
     pub ssl: bool,
 }
@@ -139,6 +142,9 @@ impl Coordinator {
         base_state
             .config_mut()
             .set_extension(Arc::new(QueryMemoryLimit(config.max_query_memory)));
+        base_state
+            .config_mut()
+            .set_extension(Arc::new(RunningQueries::new(config.max_running_queries)));
         let floor = records.iter().map(|r| r.time).max().unwrap_or(0);
         let oracle = TimestampOracle::new(floor, durable.timestamp_high_water()?);
         let coordinator = Arc::new(Self {

@@ -51,6 +51,15 @@ pub enum CoordError {
     /// option for PUBLIC.
     #[error("{0}")]
     InvalidGrant(String),
+    /// As many queries compute as may (see `running_queries`).
+    #[error(
+        "too many queries are computing at once ({limit}, --max-running-queries): close open \
+         portals and cursors, or try again"
+    )]
+    TooManyQueries {
+        /// The limit.
+        limit: usize,
+    },
     /// A role owns objects or holds privileges, so it cannot be dropped.
     #[error("role \"{role}\" cannot be dropped because some objects depend on it")]
     RoleInUse {

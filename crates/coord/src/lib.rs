@@ -43,6 +43,7 @@ mod recovery;
 mod response;
 mod role_membership;
 mod roles;
+mod running_queries;
 mod session;
 mod show;
 mod sinks;

@@ -27,6 +27,7 @@ use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::error::CoordError;
 use crate::query_memory;
+use crate::running_queries::QueryPlace;
 
 /// How many computed batches wait for the client at most.
 const BATCHES_IN_FLIGHT: usize = 2;
@@ -60,18 +61,21 @@ impl QueryRows {
     }
 
     /// Starts `plan` on a thread of its own in `task`, whose memory pool holds at most
-    /// `limit` bytes if it has a limit; its rows come as the thread computes them.
+    /// `limit` bytes if it has a limit; its rows come as the thread computes them. The
+    /// thread holds `place` among the running queries until it ends.
     pub(crate) fn start(
         plan: Arc<dyn ExecutionPlan>,
         task: Arc<TaskContext>,
         limit: Option<usize>,
         result_use: ResultUse,
+        place: Option<QueryPlace>,
     ) -> Result<Self, CoordError> {
         let (sender, receiver) = tokio::sync::mpsc::channel(BATCHES_IN_FLIGHT);
         std::thread::Builder::new()
             .name("query".into())
             .stack_size(sql::STATEMENT_STACK_BYTES)
             .spawn(move || {
+                let _place = place;
                 let runtime = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

@@ -31,6 +31,7 @@ use crate::privileges::SourceVisibility;
 use crate::query_memory;
 use crate::query_rows::{QueryRows, ResultUse};
 use crate::response::ExecuteResponse;
+use crate::running_queries::RunningQueries;
 use crate::session::{LiveNotices, PendingWrites, Session, Transaction};
 use crate::write_conflicts::ReadSet;
 
@@ -257,7 +258,11 @@ async fn start_plan(
     let physical = state.create_physical_plan(&plan).await?;
     let schema = physical.schema();
     let (task, limit) = query_memory::bounded_task(&state)?;
-    let rows = QueryRows::start(physical, task, limit, result_use)?;
+    let place = match state.config().get_extension::<RunningQueries>() {
+        Some(running) => Some(running.admit()?),
+        None => None,
+    };
+    let rows = QueryRows::start(physical, task, limit, result_use, place)?;
     Ok((schema, rows))
 }
 

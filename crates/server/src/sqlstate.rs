@@ -30,6 +30,7 @@ pub(crate) fn sqlstate(error: &CoordError) -> &'static str {
         CoordError::ConnectionFailure(_) => "08001",
         CoordError::Storage(_) => "58030",
         CoordError::DiskFull(_) => "53100",
+        CoordError::TooManyQueries { .. } => "53000",
         CoordError::Internal(_) => "XX000",
         CoordError::HistoryUnavailable(_) => "55000",
         CoordError::CannotChangeSetting(_) => "55P02",
