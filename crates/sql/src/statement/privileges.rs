@@ -168,11 +168,7 @@ fn parse_change(parser: &mut Parser, grant: bool) -> Result<Statement, SqlError>
     let grantees = parse_comma_separated(parser, parse_role_spec)?;
     let with_grant_option =
         grant && parser.parse_keywords(&[Keyword::WITH, Keyword::GRANT, Keyword::OPTION]);
-    let granted_by = if parser.parse_keywords(&[Keyword::GRANTED, Keyword::BY]) {
-        Some(parse_role_spec(parser)?)
-    } else {
-        None
-    };
+    let granted_by = parse_granted_by(parser)?;
     let cascade = !grant && parser.parse_keyword(Keyword::CASCADE);
     if !grant && !cascade {
         let _ = parser.parse_keyword(Keyword::RESTRICT);
@@ -222,11 +218,7 @@ fn parse_membership_change(
     let members = parse_comma_separated(parser, parse_role_spec)?;
     let admin_option =
         grant && parser.parse_keywords(&[Keyword::WITH, Keyword::ADMIN, Keyword::OPTION]);
-    let granted_by = if parser.parse_keywords(&[Keyword::GRANTED, Keyword::BY]) {
-        Some(parse_role_spec(parser)?)
-    } else {
-        None
-    };
+    let granted_by = parse_granted_by(parser)?;
     if !grant && !parser.parse_keyword(Keyword::CASCADE) {
         let _ = parser.parse_keyword(Keyword::RESTRICT);
     }
@@ -237,6 +229,15 @@ fn parse_membership_change(
         members,
         granted_by,
     }))
+}
+
+/// `GRANTED BY role`, if it follows.
+fn parse_granted_by(parser: &mut Parser) -> Result<Option<RoleSpec>, SqlError> {
+    if parser.parse_keywords(&[Keyword::GRANTED, Keyword::BY]) {
+        Ok(Some(parse_role_spec(parser)?))
+    } else {
+        Ok(None)
+    }
 }
 
 /// `ALL [PRIVILEGES]` (`None`) or a list of privilege names.
