@@ -394,11 +394,16 @@ impl Coordinator {
             }
             Statement::Drop(drop) => self.drop_objects(session, drop).await,
             Statement::Comment(comment) => self.comment_on(session, comment).await,
-            Statement::CreateRole(create) => self.create_role(session, create),
-            Statement::AlterRole(alter) => self.alter_role(session, alter),
-            Statement::DropRole(drop) => self.drop_role(session, drop),
+            Statement::CreateRole(create) => {
+                self.sequenced(|| self.create_role(session, create)).await
+            }
+            Statement::AlterRole(alter) => self.sequenced(|| self.alter_role(session, alter)).await,
+            Statement::DropRole(drop) => self.sequenced(|| self.drop_role(session, drop)).await,
             Statement::Privileges(change) => self.change_privileges(session, change).await,
-            Statement::RoleMembership(change) => self.change_role_membership(session, change),
+            Statement::RoleMembership(change) => {
+                self.sequenced(|| self.change_role_membership(session, change))
+                    .await
+            }
             Statement::DefaultPrivileges(change) => {
                 self.alter_default_privileges(session, change).await
             }

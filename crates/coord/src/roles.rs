@@ -303,6 +303,17 @@ impl Coordinator {
         Ok(ExecuteResponse::command("DROP ROLE"))
     }
 
+    /// Runs `change`, a change of roles, under the sequencer: role changes are ordered with
+    /// one another (each reads a role's record and writes it back) and with definitions (a
+    /// role dropped while it creates a table would leave the table owned by no role).
+    pub(crate) async fn sequenced<T>(
+        &self,
+        change: impl FnOnce() -> Result<T, CoordError>,
+    ) -> Result<T, CoordError> {
+        let _sequencer = self.lock_sequencer().await?;
+        change()
+    }
+
     /// The role the session acts as (`current_user`).
     pub(crate) fn acting_role(&self, session: &Session) -> Result<Role, CoordError> {
         self.roles
