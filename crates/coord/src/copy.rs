@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -89,12 +88,14 @@ impl Coordinator {
         } else {
             records
         };
-        let zone = session
-            .variable("timezone")
-            .filter(|zone| zone.parse::<Tz>().is_ok())
-            .unwrap_or("UTC")
-            .to_string();
-        let batch = typed_batch(&codecs, &table.name, &plan.columns, &records, &zone)?;
+        let zone = sql::SessionTimeZone::of(session.variable("timezone")).map(|zone| zone.name);
+        let batch = typed_batch(
+            &codecs,
+            &table.name,
+            &plan.columns,
+            &records,
+            zone.as_deref(),
+        )?;
         check_not_null(&codecs, &batch)?;
         let count = batch.num_rows() as u64;
         // A bulk load checks many keys: it holds the sequencer rather than risk a conflict.
@@ -238,13 +239,13 @@ fn parse_csv(
 }
 
 /// Casts text records into a batch of the table's columns; unlisted columns are NULL. A
-/// `timestamptz` without an offset is local time in `zone`, the session's.
+/// `timestamptz` without an offset is local time in `zone`, the session's (`None`: UTC).
 fn typed_batch(
     codecs: &TableCodecs,
     table: &str,
     columns: &[usize],
     records: &[Vec<Option<String>>],
-    zone: &str,
+    zone: Option<&str>,
 ) -> Result<RecordBatch, CoordError> {
     for (line, record) in records.iter().enumerate() {
         if record.len() != columns.len() {
@@ -291,12 +292,14 @@ fn typed_batch(
                 field.name()
             ))
         };
-        let read_as = match field.data_type() {
-            DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some(zone.into())),
-            other => other.clone(),
+        arrays[column] = match (field.data_type(), zone) {
+            (DataType::Timestamp(unit, Some(_)), Some(zone)) => {
+                let local = DataType::Timestamp(*unit, Some(zone.into()));
+                let read = cast_with_options(&text, &local, &strict).map_err(invalid)?;
+                cast_with_options(&read, field.data_type(), &strict).map_err(invalid)?
+            }
+            (to, _) => cast_with_options(&text, to, &strict).map_err(invalid)?,
         };
-        let read = cast_with_options(&text, &read_as, &strict).map_err(invalid)?;
-        arrays[column] = cast_with_options(&read, field.data_type(), &strict).map_err(invalid)?;
     }
     let relaxed = Arc::new(datafusion::arrow::datatypes::Schema::new(
         schema

@@ -54,10 +54,10 @@ impl Coordinator {
         session.refuse_in_block("ALTER DEFAULT PRIVILEGES")?;
         let _sequencer = self.lock_sequencer().await?;
         let acting = self.acting_role(session)?;
+        let member_of = self.roles.memberships(acting.oid, Recurse::Membership);
         let mut roles = Vec::new();
         for spec in &change.for_roles {
             let role = self.role_oid(spec, session)?;
-            let member_of = self.roles.memberships(acting.oid, Recurse::Membership);
             if !acting.superuser && !member_of.contains(&role) {
                 return Err(CoordError::insufficient_privilege(
                     "permission denied to change default privileges",
@@ -176,17 +176,17 @@ impl Coordinator {
             "{DEFAULT_PRIVILEGES_KEY}/{role}/{object_type}/{}",
             schema.as_deref().unwrap_or_default()
         );
-        let mut catalog = write(&self.catalog);
+        // Durable first, outside the catalog's lock, which every query's planning takes.
         match entry {
             Some(entry) => {
                 let json = serde_json::to_string(&entry)
                     .map_err(|e| CoordError::Internal(format!("encode default privileges: {e}")))?;
                 self.durable.set_setting(&durable_key, &json)?;
-                catalog.default_privileges.insert(key, entry);
+                write(&self.catalog).default_privileges.insert(key, entry);
             }
             None => {
                 self.durable.delete_setting(&durable_key)?;
-                catalog.default_privileges.remove(&key);
+                write(&self.catalog).default_privileges.remove(&key);
             }
         }
         Ok(())

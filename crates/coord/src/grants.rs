@@ -233,9 +233,7 @@ impl Coordinator {
     /// A role's name by OID (its number if it is gone).
     pub(crate) fn role_name(&self, oid: u32) -> String {
         self.roles
-            .all()
-            .into_iter()
-            .find(|role| role.oid == oid)
+            .by_oid(oid)
             .map_or_else(|| oid.to_string(), |role| role.name)
     }
 

@@ -157,11 +157,8 @@ impl Coordinator {
             .optimizer
             .enable_physical_uncorrelated_scalar_subquery = true;
         // Local times read and written in the session's zone (see `sql::SessionTimeZone`).
-        if let Some(zone) = session.variable("timezone") {
-            config
-                .options_mut()
-                .extensions
-                .insert(sql::SessionTimeZone::named(zone));
+        if let Some(zone) = sql::SessionTimeZone::of(session.variable("timezone")) {
+            config.options_mut().extensions.insert(zone);
         }
         let mut state = SessionStateBuilder::new_from_existing(self.base_state.clone())
             .with_config(config)

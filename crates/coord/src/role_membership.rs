@@ -176,19 +176,7 @@ impl Coordinator {
         if acting.create_role {
             return Ok(());
         }
-        let admin = acting.oid != role.oid
-            && self
-                .roles
-                .memberships(acting.oid, Recurse::Membership)
-                .into_iter()
-                .filter_map(|oid| self.role_by_oid(oid).ok())
-                .any(|member| {
-                    member
-                        .member_of
-                        .iter()
-                        .any(|m| m.role == role.oid && m.admin_option)
-                });
-        if admin {
+        if self.roles.holds_admin_option(acting.oid, role.oid) {
             Ok(())
         } else {
             Err(CoordError::insufficient_privilege(format!(
@@ -275,9 +263,7 @@ impl Coordinator {
     /// The role with OID `oid`.
     fn role_by_oid(&self, oid: u32) -> Result<Role, CoordError> {
         self.roles
-            .all()
-            .into_iter()
-            .find(|role| role.oid == oid)
+            .by_oid(oid)
             .ok_or_else(|| CoordError::unknown("role", oid.to_string()))
     }
 }

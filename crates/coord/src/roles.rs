@@ -67,6 +67,17 @@ impl Roles {
         repr::memberships(self.read().values(), oid, recurse)
     }
 
+    /// Whether role `member` may grant role `role` by an admin option (see
+    /// [`repr::holds_admin_option`]).
+    pub(crate) fn holds_admin_option(&self, member: u32, role: u32) -> bool {
+        repr::holds_admin_option(self.read().values(), member, role)
+    }
+
+    /// The role with OID `oid`.
+    pub(crate) fn by_oid(&self, oid: u32) -> Option<Role> {
+        self.read().values().find(|role| role.oid == oid).cloned()
+    }
+
     /// Every role, by name.
     pub(crate) fn all(&self) -> Vec<Role> {
         self.read().values().cloned().collect()
@@ -83,19 +94,13 @@ impl Roles {
 
 fn bootstrap_role() -> Role {
     Role {
-        oid: BOOTSTRAP_ROLE_OID,
-        name: BOOTSTRAP_ROLE.into(),
         superuser: true,
-        inherit: true,
         create_role: true,
         create_db: true,
         can_login: true,
         replication: true,
         bypass_rls: true,
-        connection_limit: -1,
-        password: None,
-        valid_until: None,
-        member_of: Vec::new(),
+        ..Role::new(BOOTSTRAP_ROLE_OID, BOOTSTRAP_ROLE)
     }
 }
 
@@ -160,21 +165,7 @@ impl Coordinator {
             return Err(role_exists(&create.name));
         }
         let oid = system_catalog::item_oid(self.durable.allocate_id()?);
-        let mut role = Role {
-            oid,
-            name: create.name.clone(),
-            superuser: false,
-            inherit: true,
-            create_role: false,
-            create_db: false,
-            can_login: false,
-            replication: false,
-            bypass_rls: false,
-            connection_limit: -1,
-            password: None,
-            valid_until: None,
-            member_of: Vec::new(),
-        };
+        let mut role = Role::new(oid, &create.name);
         apply_options(&mut role, options)?;
         let in_roles = self.roles_granted_on_create(&acting, &create)?;
         self.store_role(None, role.clone())?;

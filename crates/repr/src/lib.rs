@@ -26,7 +26,9 @@ pub use ids::GlobalId;
 pub use item_kind::ItemKind;
 pub use privileges::{AclItem, Ownership, Privileges, PUBLIC_ROLE};
 pub use relation::RelationDesc;
-pub use role::{memberships, Recurse, Role, RoleMembership, BOOTSTRAP_ROLE_OID};
+pub use role::{
+    holds_admin_option, memberships, Recurse, Role, RoleMembership, BOOTSTRAP_ROLE_OID,
+};
 pub use row::{Row, RowCodec};
 pub use wall_clock::{wall_clock_ms, wall_clock_ms_rounded_up};
 

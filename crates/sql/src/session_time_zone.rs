@@ -35,11 +35,13 @@ impl ConfigExtension for SessionTimeZone {
 }
 
 impl SessionTimeZone {
-    /// The zone called `name`.
-    pub fn named(name: &str) -> SessionTimeZone {
-        SessionTimeZone {
+    /// The zone of a session whose `timezone` setting is `setting`, if local times are to be
+    /// read in it: a zone arrow knows, other than UTC (`None`: times are UTC already).
+    pub fn of(setting: Option<&str>) -> Option<SessionTimeZone> {
+        let name = setting?;
+        (!name.eq_ignore_ascii_case("UTC") && name.parse::<Tz>().is_ok()).then(|| SessionTimeZone {
             name: name.to_string(),
-        }
+        })
     }
 }
 
@@ -58,15 +60,10 @@ impl AnalyzerRule for LocalTimes {
     }
 
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
-        let Some(zone) = config
-            .extensions
-            .get::<SessionTimeZone>()
-            .map(|zone| zone.name.clone())
-            .filter(|name| !name.eq_ignore_ascii_case("UTC") && name.parse::<Tz>().is_ok())
-        else {
+        let Some(zone) = config.extensions.get::<SessionTimeZone>() else {
             return Ok(plan);
         };
-        let zone: Arc<str> = Arc::from(zone);
+        let zone: Arc<str> = Arc::from(zone.name.as_str());
         rewrite_expressions(plan, is_candidate, |expr, schema| {
             in_zone(expr, schema, &zone)
         })

@@ -53,19 +53,9 @@ mod tests {
 
     fn role(oid: u32, name: &str) -> Role {
         Role {
-            oid,
-            name: name.into(),
-            superuser: false,
-            inherit: true,
-            create_role: false,
-            create_db: false,
             can_login: true,
-            replication: false,
-            bypass_rls: false,
-            connection_limit: -1,
             password: Some("SCRAM-SHA-256$4096:c2FsdA==$a:b".into()),
-            valid_until: None,
-            member_of: Vec::new(),
+            ..Role::new(oid, name)
         }
     }
 

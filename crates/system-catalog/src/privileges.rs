@@ -89,15 +89,9 @@ impl RoleRights {
     /// ADMIN OPTION (`roles` are every role).
     pub fn has_admin_option(&self, role: u32, roles: &[Role]) -> bool {
         self.superuser
-            || roles
-                .iter()
-                .filter(|member| self.member_of.contains(&member.oid) && member.oid != role)
-                .any(|member| {
-                    member
-                        .member_of
-                        .iter()
-                        .any(|m| m.role == role && m.admin_option)
-                })
+            || self
+                .oid
+                .is_some_and(|oid| repr::holds_admin_option(roles, oid, role))
     }
 
     /// The privileges it holds on an object with every privilege in `all`.

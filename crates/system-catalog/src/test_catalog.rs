@@ -31,19 +31,11 @@ pub(crate) const SALES: GlobalId = GlobalId(4);
 /// A role that logs in and inherits (a superuser with every attribute).
 pub(crate) fn role(oid: u32, name: &str, superuser: bool) -> Role {
     Role {
-        oid,
-        name: name.into(),
         superuser,
-        inherit: true,
         create_role: superuser,
         create_db: superuser,
         can_login: true,
-        replication: false,
-        bypass_rls: false,
-        connection_limit: -1,
-        password: None,
-        valid_until: None,
-        member_of: Vec::new(),
+        ..Role::new(oid, name)
     }
 }
 
